@@ -1,0 +1,35 @@
+use std::path::PathBuf;
+
+#[derive(Debug, thiserror::Error)]
+pub enum BuildError {
+    #[error("cannot access {path:?}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path:?} is not a PEP 517 project: {reason}")]
+    Project { path: PathBuf, reason: String },
+    #[error("no Python interpreter found: {0}")]
+    NoPython(String),
+    #[error("cannot start {what}")]
+    Spawn {
+        what: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{what} failed ({status}); last lines of its output:\n{output_tail}")]
+    Failed {
+        what: String,
+        status: String,
+        output_tail: String,
+    },
+    #[error("the build produced {found} wheels; expected exactly one")]
+    WheelCount { found: usize },
+    #[error(
+        "invalid SOURCE_DATE_EPOCH {0:?}: expected seconds since 1970 as a non-negative integer"
+    )]
+    Epoch(String),
+    #[error(transparent)]
+    Wheel(#[from] vouch_wheel::WheelError),
+}

@@ -1,0 +1,39 @@
+//! Core types shared by every vouch crate. Nothing here does I/O.
+
+mod artifact;
+mod digest;
+
+pub use artifact::{ArtifactName, NameError, Platform, PythonVersion};
+pub use digest::{DigestError, Sha256Digest, Sha256Hasher};
+
+/// Normalizes a distribution name the way PEP 503 does: lowercase, and every run of
+/// `-`, `_` and `.` becomes one `-`.
+pub fn normalize_dist_name(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    let mut in_sep = false;
+    for c in name.chars() {
+        if matches!(c, '-' | '_' | '.') {
+            if !in_sep {
+                out.push('-');
+            }
+            in_sep = true;
+        } else {
+            out.extend(c.to_lowercase());
+            in_sep = false;
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pep503() {
+        assert_eq!(normalize_dist_name("Friendly-Bard"), "friendly-bard");
+        assert_eq!(normalize_dist_name("friendly.bard"), "friendly-bard");
+        assert_eq!(normalize_dist_name("FRIENDLY__._BARD"), "friendly-bard");
+        assert_eq!(normalize_dist_name("cupy_cuda13x"), "cupy-cuda13x");
+    }
+}

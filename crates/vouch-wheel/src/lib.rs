@@ -1,0 +1,20 @@
+//! The wheel model: filenames and tags (PEP 427/491), RECORD, a strict reader that rejects
+//! malformed or lying wheels, a deterministic repack, and a member-level diff.
+
+mod diff;
+mod error;
+mod filename;
+mod normalize;
+mod reader;
+mod record;
+mod time;
+
+pub use diff::{MemberChange, WheelDiff, diff_wheels};
+pub use error::WheelError;
+pub use filename::{WheelFilename, WheelTag};
+pub use normalize::{
+    DEFAULT_EPOCH, DEFLATE_LEVEL, NormalizeOptions, NormalizeReport, normalize_wheel,
+};
+pub use reader::{Archive, MAX_MEMBER_SIZE, Member, WheelContents, read_archive, read_wheel};
+pub use record::{Record, RecordEntry, record_hash};
+pub use time::DosTime;

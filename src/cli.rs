@@ -1,0 +1,321 @@
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+use clap::{Args, Parser, Subcommand};
+use vouch_core::{ArtifactName, Platform, PythonVersion};
+
+use crate::{demo, exit, output};
+
+/// Reproducible Python wheel builds with signed provenance.
+///
+/// vouch builds wheels so that the same source gives the same bytes, and (in later commands)
+/// signs what it built and verifies it before anything is installed. Start with `vouch demo`,
+/// which builds the bundled sample package twice and compares the digests.
+#[derive(Parser, Debug)]
+#[command(
+    name = "vouch",
+    version,
+    propagate_version = true,
+    max_term_width = 100
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+    /// More log output on stderr (-v info, -vv debug, -vvv trace). `VOUCH_LOG` overrides.
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+    /// Only errors on stderr.
+    #[arg(short, long, global = true)]
+    pub quiet: bool,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Build the bundled sample twice in two different directories and compare the digests.
+    Demo(DemoArgs),
+    /// Build one wheel of a PEP 517 project reproducibly, then normalize it.
+    Build(BuildArgs),
+    /// Repack wheels deterministically (sorted members, fixed times and modes, new RECORD).
+    Normalize(NormalizeArgs),
+    /// Compare two wheels member by member. Exits 0 when identical, 1 when they differ.
+    Diff(DiffArgs),
+    /// Render or parse CI artifact names (`<dist>-py<X.Y>-<plat>[-pr<N>]-<sha>`).
+    #[command(subcommand)]
+    Name(NameCommand),
+}
+
+#[derive(Args, Debug)]
+pub struct Common {
+    /// Print a JSON report on stdout instead of plain lines.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct EpochArgs {
+    /// Seconds since 1970 to stamp on every file. Defaults to the last git commit of the
+    /// source (for `build`) or 1980-01-01 (for `normalize`).
+    #[arg(long, env = "SOURCE_DATE_EPOCH", value_name = "SECONDS")]
+    pub source_date_epoch: Option<u64>,
+}
+
+#[derive(Args, Debug)]
+pub struct BuildEnvArgs {
+    /// Python interpreter to build for [default: python3 on PATH].
+    #[arg(long, value_name = "PATH")]
+    pub python: Option<PathBuf>,
+    /// Where vouch keeps its build venvs [default: $XDG_CACHE_HOME/vouch or ~/.cache/vouch].
+    #[arg(long, env = "VOUCH_CACHE_DIR", value_name = "DIR")]
+    pub cache_dir: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+pub struct BuildArgs {
+    /// The project directory (with pyproject.toml or setup.py).
+    #[arg(long, value_name = "DIR")]
+    pub source: PathBuf,
+    /// Where to write the normalized wheel.
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    #[command(flatten)]
+    pub epoch: EpochArgs,
+    #[command(flatten)]
+    pub env: BuildEnvArgs,
+    #[command(flatten)]
+    pub common: Common,
+}
+
+#[derive(Args, Debug)]
+pub struct NormalizeArgs {
+    /// Wheels to normalize.
+    #[arg(required = true, value_name = "WHEEL")]
+    pub wheels: Vec<PathBuf>,
+    /// Output directory; each wheel keeps its file name. May be the input's own directory.
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    #[command(flatten)]
+    pub epoch: EpochArgs,
+    #[command(flatten)]
+    pub common: Common,
+}
+
+#[derive(Args, Debug)]
+pub struct DiffArgs {
+    pub a: PathBuf,
+    pub b: PathBuf,
+    #[command(flatten)]
+    pub common: Common,
+}
+
+#[derive(Args, Debug)]
+pub struct DemoArgs {
+    /// Where to leave the two wheels [default: a temporary directory, removed afterwards].
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    #[command(flatten)]
+    pub env: BuildEnvArgs,
+    #[command(flatten)]
+    pub common: Common,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum NameCommand {
+    /// Print the artifact name for a build.
+    Render {
+        /// Normalized distribution name, e.g. cupy-cuda13x.
+        #[arg(long)]
+        dist: String,
+        /// Python version, e.g. 3.12 or 3.14t.
+        #[arg(long)]
+        python: String,
+        /// linux-64, linux-aarch64 or win-64.
+        #[arg(long)]
+        platform: String,
+        /// Pull request number, for PR builds.
+        #[arg(long)]
+        pr: Option<u64>,
+        /// Full 40-hex commit SHA.
+        #[arg(long)]
+        sha: String,
+    },
+    /// Check an artifact name and print its parts.
+    Parse {
+        name: String,
+        #[command(flatten)]
+        common: Common,
+    },
+}
+
+pub fn default_cache_dir(explicit: Option<PathBuf>) -> PathBuf {
+    explicit
+        .or_else(|| std::env::var_os("XDG_CACHE_HOME").map(|d| PathBuf::from(d).join("vouch")))
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache").join("vouch")))
+        .unwrap_or_else(|| std::env::temp_dir().join("vouch-cache"))
+}
+
+pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    match cli.command {
+        Command::Demo(args) => demo::run(args),
+        Command::Build(args) => build(args),
+        Command::Normalize(args) => normalize(args),
+        Command::Diff(args) => diff(args),
+        Command::Name(cmd) => name(cmd),
+    }
+}
+
+pub fn build_options(
+    source: &Path,
+    out: &Path,
+    epoch: Option<u64>,
+    env: &BuildEnvArgs,
+) -> vouch_build::BuildOptions {
+    vouch_build::BuildOptions {
+        source: source.to_owned(),
+        out_dir: out.to_owned(),
+        source_date_epoch: epoch,
+        python: env.python.clone(),
+        cache_dir: default_cache_dir(env.cache_dir.clone()),
+        env: Vec::new(),
+    }
+}
+
+fn build(args: BuildArgs) -> anyhow::Result<ExitCode> {
+    let options = build_options(
+        &args.source,
+        &args.out,
+        args.epoch.source_date_epoch,
+        &args.env,
+    );
+    output::note(format!("building {}", args.source.display()));
+    let built = vouch_build::build_wheel(&options)
+        .with_context(|| format!("building a wheel from {:?}", args.source))?;
+    if args.common.json {
+        output::json(&built);
+    } else {
+        output::data(format!("{}  {}", built.sha256, built.wheel.display()));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn normalize(args: NormalizeArgs) -> anyhow::Result<ExitCode> {
+    let options = vouch_wheel::NormalizeOptions {
+        epoch: args
+            .epoch
+            .source_date_epoch
+            .unwrap_or(vouch_wheel::DEFAULT_EPOCH),
+    };
+    let mut reports = Vec::new();
+    for wheel in &args.wheels {
+        let report = vouch_wheel::normalize_wheel(wheel, &args.out, options)
+            .with_context(|| format!("normalizing {wheel:?}"))?;
+        if !args.common.json {
+            output::data(format!("{}  {}", report.sha256, report.output.display()));
+        }
+        reports.push(report);
+    }
+    if args.common.json {
+        output::json(&reports);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn diff(args: DiffArgs) -> anyhow::Result<ExitCode> {
+    let d = vouch_wheel::diff_wheels(&args.a, &args.b)?;
+    if args.common.json {
+        output::json(&d);
+    } else if d.identical {
+        output::data(format!("identical: {}", d.sha256[0]));
+    } else {
+        for m in &d.only_in_a {
+            output::data(format!("only in A: {m}"));
+        }
+        for m in &d.only_in_b {
+            output::data(format!("only in B: {m}"));
+        }
+        for c in &d.changed {
+            let mut what = Vec::new();
+            if c.content {
+                what.push("content".to_owned());
+            }
+            if let Some([a, b]) = &c.mode {
+                what.push(format!(
+                    "mode {} -> {}",
+                    a.as_deref().unwrap_or("none"),
+                    b.as_deref().unwrap_or("none")
+                ));
+            }
+            if let Some([a, b]) = &c.timestamp {
+                what.push(format!(
+                    "time {} -> {}",
+                    a.as_deref().unwrap_or("none"),
+                    b.as_deref().unwrap_or("none")
+                ));
+            }
+            output::data(format!("differs: {} ({})", c.name, what.join(", ")));
+        }
+        if d.order_differs {
+            output::data("member order differs");
+        }
+        if d.members_identical() {
+            output::data("members identical; archive bytes differ (compression or zip metadata)");
+        }
+    }
+    Ok(ExitCode::from(if d.identical {
+        exit::SUCCESS
+    } else {
+        exit::DIFFERENT
+    }))
+}
+
+#[derive(serde::Serialize)]
+struct NameParts<'a> {
+    name: String,
+    dist: &'a str,
+    python: String,
+    platform: &'static str,
+    pr: Option<u64>,
+    sha: &'a str,
+}
+
+fn name(cmd: NameCommand) -> anyhow::Result<ExitCode> {
+    match cmd {
+        NameCommand::Render {
+            dist,
+            python,
+            platform,
+            pr,
+            sha,
+        } => {
+            let python: PythonVersion = python.parse()?;
+            let platform: Platform = platform.parse()?;
+            output::data(ArtifactName::new(dist, python, platform, pr, sha)?);
+        }
+        NameCommand::Parse { name, common } => {
+            let n: ArtifactName = name
+                .parse()
+                .with_context(|| format!("parsing artifact name {name:?}"))?;
+            let parts = NameParts {
+                name: n.to_string(),
+                dist: &n.dist,
+                python: n.python.to_string(),
+                platform: n.platform.as_str(),
+                pr: n.pr,
+                sha: &n.sha,
+            };
+            if common.json {
+                output::json(&parts);
+            } else {
+                output::data(format!(
+                    "dist={} python={} platform={} pr={} sha={}",
+                    parts.dist,
+                    parts.python,
+                    parts.platform,
+                    parts.pr.map_or("-".to_owned(), |p| p.to_string()),
+                    parts.sha
+                ));
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,50 @@
+//! Exit codes. Keep in sync with the README's table.
+
+use std::process::ExitCode;
+
+use vouch_build::BuildError;
+use vouch_wheel::WheelError;
+
+pub const SUCCESS: u8 = 0;
+/// A comparison found differences (`vouch diff`, `vouch demo`).
+pub const DIFFERENT: u8 = 1;
+// 2 is clap's usage error.
+/// The input is malformed: a wheel, a wheel filename, an artifact name, a project.
+pub const INVALID_INPUT: u8 = 3;
+/// The build backend or compiler failed.
+pub const BUILD_FAILED: u8 = 4;
+/// A tool vouch needs is missing or would not start (python3, git, a compiler).
+pub const ENVIRONMENT: u8 = 5;
+/// Reading or writing a file failed.
+pub const IO: u8 = 6;
+
+fn wheel_code(e: &WheelError) -> u8 {
+    match e {
+        WheelError::Read { .. } | WheelError::Write { .. } | WheelError::ZipWrite { .. } => IO,
+        _ => INVALID_INPUT,
+    }
+}
+
+pub fn code_for(err: &anyhow::Error) -> ExitCode {
+    for cause in err.chain() {
+        if let Some(e) = cause.downcast_ref::<WheelError>() {
+            return ExitCode::from(wheel_code(e));
+        }
+        if let Some(e) = cause.downcast_ref::<BuildError>() {
+            return ExitCode::from(match e {
+                BuildError::Wheel(w) => wheel_code(w),
+                BuildError::Io { .. } => IO,
+                BuildError::Project { .. } | BuildError::Epoch(_) => INVALID_INPUT,
+                BuildError::NoPython(_) | BuildError::Spawn { .. } => ENVIRONMENT,
+                BuildError::Failed { .. } | BuildError::WheelCount { .. } => BUILD_FAILED,
+            });
+        }
+        if cause.downcast_ref::<vouch_core::NameError>().is_some() {
+            return ExitCode::from(INVALID_INPUT);
+        }
+        if cause.downcast_ref::<std::io::Error>().is_some() {
+            return ExitCode::from(IO);
+        }
+    }
+    ExitCode::FAILURE
+}

@@ -1,0 +1,23 @@
+//! The `vouch` command line. Thin: it parses arguments, calls the library crates, prints, and
+//! maps error kinds to the exit codes documented in the README.
+
+mod cli;
+mod demo;
+mod exit;
+mod output;
+
+use std::process::ExitCode;
+
+use clap::Parser as _;
+
+fn main() -> ExitCode {
+    let args = cli::Cli::parse();
+    output::init_tracing(args.verbose, args.quiet);
+    match cli::run(args) {
+        Ok(code) => code,
+        Err(err) => {
+            output::report_error(&err);
+            exit::code_for(&err)
+        }
+    }
+}
