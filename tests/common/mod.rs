@@ -1,0 +1,207 @@
+//! Shared harness for the integration test binaries: running the real `vouch` binary, temp
+//! dirs, crafting wheels, and filters that make output snapshot-stable.
+#![allow(dead_code)]
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+use sha2::{Digest as _, Sha256};
+
+pub struct Run {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Run {
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.stdout)
+            .unwrap_or_else(|e| panic!("stdout is not JSON ({e}):\n{}", self.stdout))
+    }
+}
+
+pub fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Build venvs are shared by every test (vouch creates them atomically), so only the first
+/// test pays for `pip install`.
+pub fn cache_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("vouch-cache")
+}
+
+pub fn vouch() -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_vouch"));
+    cmd.env("VOUCH_CACHE_DIR", cache_dir())
+        .env_remove("SOURCE_DATE_EPOCH")
+        .env_remove("VOUCH_LOG");
+    cmd
+}
+
+pub fn run(cmd: &mut Command) -> Run {
+    let out = cmd.output().expect("spawn");
+    Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+pub fn tempdir() -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix("vouch-test-")
+        .tempdir()
+        .unwrap()
+}
+
+/// Replaces things that change from run to run, so messages can be snapshotted.
+pub fn filter(text: &str, dirs: &[&Path]) -> String {
+    let mut out = text.to_owned();
+    for (i, d) in dirs.iter().enumerate() {
+        out = out.replace(&d.display().to_string(), &format!("[DIR{i}]"));
+    }
+    static HEX: OnceLock<regex::Regex> = OnceLock::new();
+    let hex = HEX.get_or_init(|| regex::Regex::new(r"[0-9a-f]{64}").unwrap());
+    hex.replace_all(&out, "[SHA256]").into_owned()
+}
+
+pub fn sha256_file(path: &Path) -> String {
+    hex::encode(Sha256::digest(std::fs::read(path).unwrap()))
+}
+
+pub fn record_hash(data: &[u8]) -> String {
+    use base64::Engine as _;
+    format!(
+        "sha256={}",
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(Sha256::digest(data))
+    )
+}
+
+/// Copies the bundled sample package into `dest`.
+pub fn copy_sample(dest: &Path) {
+    let src = repo_root().join("pyproject-templates/sample");
+    for entry in walk(&src) {
+        let rel = entry.strip_prefix(&src).unwrap();
+        let first = rel
+            .components()
+            .next()
+            .unwrap()
+            .as_os_str()
+            .to_string_lossy()
+            .into_owned();
+        if first == "build"
+            || first.ends_with(".egg-info")
+            || rel.to_string_lossy().contains("__pycache__")
+        {
+            continue;
+        }
+        let to = dest.join(rel);
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        std::fs::copy(&entry, &to).unwrap();
+    }
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out.sort();
+    out
+}
+
+/// One member of a crafted wheel.
+pub struct Entry<'a> {
+    pub name: &'a str,
+    pub data: &'a [u8],
+    pub mode: u32,
+}
+
+pub fn entry<'a>(name: &'a str, data: &'a [u8]) -> Entry<'a> {
+    Entry {
+        name,
+        data,
+        mode: 0o644,
+    }
+}
+
+/// Writes a zip with exactly these members, in this order, with the zip crate.
+pub fn write_zip(path: &Path, entries: &[Entry<'_>]) {
+    let mut w = zip::ZipWriter::new(std::fs::File::create(path).unwrap());
+    for e in entries {
+        let opts = zip::write::SimpleFileOptions::default()
+            .compression_method(zip::CompressionMethod::Deflated)
+            .unix_permissions(e.mode);
+        w.start_file(e.name, opts).unwrap();
+        w.write_all(e.data).unwrap();
+    }
+    w.finish().unwrap();
+}
+
+/// RECORD text listing `entries` truthfully, plus the RECORD line.
+pub fn record_for(entries: &[Entry<'_>], record_path: &str) -> Vec<u8> {
+    let mut s = String::new();
+    for e in entries {
+        s.push_str(&format!(
+            "{},{},{}\n",
+            e.name,
+            record_hash(e.data),
+            e.data.len()
+        ));
+    }
+    s.push_str(&format!("{record_path},,\n"));
+    s.into_bytes()
+}
+
+pub const DEMO_DIST_INFO: &str = "demo-1.0.dist-info";
+pub const DEMO_WHEEL: &str = "demo-1.0-py3-none-any.whl";
+
+/// A valid pure-Python wheel `demo-1.0` with the given payload (RECORD appended).
+pub fn write_valid_wheel(dir: &Path, payload: &[Entry<'_>]) -> PathBuf {
+    let metadata = b"Metadata-Version: 2.1\nName: demo\nVersion: 1.0\n".as_slice();
+    let wheel = b"Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
+        .as_slice();
+    let mut entries: Vec<Entry<'_>> = payload
+        .iter()
+        .map(|e| Entry {
+            name: e.name,
+            data: e.data,
+            mode: e.mode,
+        })
+        .collect();
+    entries.push(entry("demo-1.0.dist-info/METADATA", metadata));
+    entries.push(entry("demo-1.0.dist-info/WHEEL", wheel));
+    let record = record_for(&entries, "demo-1.0.dist-info/RECORD");
+    entries.push(entry("demo-1.0.dist-info/RECORD", &record));
+    let path = dir.join(DEMO_WHEEL);
+    write_zip(&path, &entries);
+    path
+}
+
+/// A Python venv for install tests, created once per test binary.
+pub fn test_venv() -> &'static Path {
+    static VENV: OnceLock<PathBuf> = OnceLock::new();
+    VENV.get_or_init(|| {
+        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+            .join(format!("test-venv-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let st = Command::new("python3")
+            .args(["-m", "venv"])
+            .arg(&dir)
+            .status()
+            .unwrap();
+        assert!(st.success(), "python3 -m venv failed");
+        dir
+    })
+}
+
+pub fn venv_python() -> PathBuf {
+    test_venv().join("bin/python")
+}
