@@ -94,8 +94,8 @@ pub fn diff_wheels(a: &Path, b: &Path) -> Result<WheelDiff, WheelError> {
     let order_a: Vec<&str> = a.members.iter().map(|m| m.name.as_str()).collect();
     let order_b: Vec<&str> = b.members.iter().map(|m| m.name.as_str()).collect();
     let mut diff = WheelDiff {
-        identical: a.sha256 == b.sha256,
-        sha256: [a.sha256, b.sha256],
+        identical: a.bytes == b.bytes,
+        sha256: [a.sha256(), b.sha256()],
         only_in_a,
         only_in_b,
         changed,

@@ -4,13 +4,12 @@
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
-use rayon::prelude::*;
 use serde::Serialize;
-use sha2::{Digest as _, Sha256};
 use zip::write::{PreparedZipFile, SimpleFileOptions};
 use zip::{CompressionMethod, ZipWriter};
 
-use crate::{DosTime, Record, RecordEntry, WheelError, read_wheel, record_hash};
+use crate::reader::read_wheel_with;
+use crate::{DosTime, Record, RecordEntry, WheelError, record_hash};
 
 /// Used when neither the caller nor `SOURCE_DATE_EPOCH` gives a time: 1980-01-01T00:00:00Z,
 /// the earliest time a zip can hold.
@@ -65,7 +64,24 @@ pub fn normalize_wheel(
     out_dir: &Path,
     options: NormalizeOptions,
 ) -> Result<NormalizeReport, WheelError> {
-    let wheel = read_wheel(input)?;
+    let time = DosTime::from_unix(options.epoch).to_zip();
+    let file_options = |executable: bool| {
+        SimpleFileOptions::default()
+            .compression_method(CompressionMethod::Deflated)
+            .compression_level(Some(DEFLATE_LEVEL))
+            .last_modified_time(time)
+            .unix_permissions(if executable { 0o755 } else { 0o644 })
+    };
+    let zip_err = |source| WheelError::ZipWrite {
+        path: input.to_owned(),
+        source,
+    };
+    // Compress each member on the worker that just inflated it; if the wheel then fails a
+    // check, the work is thrown away, but a valid wheel (the common case) is read only once.
+    let (wheel, prepared) = read_wheel_with(input, &|m| {
+        PreparedZipFile::from_data(&m.name, file_options(m.is_executable()), &m.data)
+            .map_err(zip_err)
+    })?;
     let record_path = wheel.record_path();
     let signatures = [
         format!("{}/RECORD.jws", wheel.dist_info),
@@ -75,7 +91,8 @@ pub fn normalize_wheel(
     let mut members: Vec<_> = wheel
         .members
         .iter()
-        .filter(|m| {
+        .zip(prepared)
+        .filter(|(m, _)| {
             // A signature over the old RECORD cannot survive a new RECORD.
             let is_sig = signatures.contains(&m.name);
             if is_sig {
@@ -84,7 +101,7 @@ pub fn normalize_wheel(
             !is_sig && m.name != record_path
         })
         .collect();
-    members.sort_by(|a, b| {
+    members.sort_by(|(a, _), (b, _)| {
         sort_key(&a.name, &wheel.dist_info, &record_path).cmp(&sort_key(
             &b.name,
             &wheel.dist_info,
@@ -95,7 +112,7 @@ pub fn normalize_wheel(
     let record = Record {
         entries: members
             .iter()
-            .map(|m| RecordEntry {
+            .map(|(m, _)| RecordEntry {
                 path: m.name.clone(),
                 hash: Some(record_hash(&m.sha256)),
                 size: Some(m.data.len() as u64),
@@ -108,33 +125,9 @@ pub fn normalize_wheel(
             .collect(),
     }
     .render();
-
-    let time = DosTime::from_unix(options.epoch).to_zip();
-    let file_options = |executable: bool| {
-        SimpleFileOptions::default()
-            .compression_method(CompressionMethod::Deflated)
-            .compression_level(Some(DEFLATE_LEVEL))
-            .last_modified_time(time)
-            .unix_permissions(if executable { 0o755 } else { 0o644 })
-    };
-
-    let entries: Vec<(&str, bool, &[u8])> = members
-        .iter()
-        .map(|m| (m.name.as_str(), m.is_executable(), m.data.as_slice()))
-        .chain(std::iter::once((
-            record_path.as_str(),
-            false,
-            record.as_slice(),
-        )))
-        .collect();
-    let prepared: Vec<PreparedZipFile> = entries
-        .par_iter()
-        .map(|(name, exec, data)| PreparedZipFile::from_data(name, file_options(*exec), data))
-        .collect::<Result<_, _>>()
-        .map_err(|source| WheelError::ZipWrite {
-            path: input.to_owned(),
-            source,
-        })?;
+    let record_file =
+        PreparedZipFile::from_data(&record_path, file_options(false), &record).map_err(zip_err)?;
+    let count = members.len() + 1;
 
     let file_name = input.file_name().expect("read_wheel checked the file name");
     let output = out_dir.join(file_name);
@@ -143,7 +136,11 @@ pub fn normalize_wheel(
         source,
     })?;
     let mut writer = ZipWriter::new(std::io::Cursor::new(Vec::new()));
-    for file in prepared {
+    for file in members
+        .into_iter()
+        .map(|(_, p)| p)
+        .chain(std::iter::once(record_file))
+    {
         writer
             .add_prepared_file(file)
             .map_err(|source| WheelError::ZipWrite {
@@ -158,8 +155,7 @@ pub fn normalize_wheel(
             source,
         })?
         .into_inner();
-    let sha256 = vouch_core::Sha256Digest::from_bytes(Sha256::digest(&bytes).into());
-    let changed = sha256 != wheel.sha256;
+    let changed = bytes != wheel.bytes;
 
     let write_err = |source| WheelError::Write {
         path: output.clone(),
@@ -170,17 +166,23 @@ pub fn normalize_wheel(
         .suffix(".tmp")
         .tempfile_in(out_dir)
         .map_err(write_err)?;
-    tmp.write_all(&bytes).map_err(write_err)?;
-    tmp.as_file().sync_all().map_err(write_err)?;
+    // Hash on a second thread while this one writes: both are a pass over the whole output.
+    let sha256 = std::thread::scope(|scope| {
+        let hasher = scope.spawn(|| vouch_core::Sha256Digest::of(&bytes));
+        let written = tmp.write_all(&bytes);
+        let digest = hasher.join().expect("hashing does not panic");
+        written.map(|()| digest)
+    })
+    .map_err(write_err)?;
     tmp.persist(&output).map_err(|e| write_err(e.error))?;
 
-    tracing::debug!(output = %output.display(), %sha256, members = entries.len(), "normalized wheel");
+    tracing::debug!(output = %output.display(), %sha256, members = count, "normalized wheel");
     Ok(NormalizeReport {
         input: input.to_owned(),
         output,
         sha256,
         size: bytes.len() as u64,
-        members: entries.len(),
+        members: count,
         changed,
     })
 }

@@ -40,8 +40,8 @@ pub struct WheelContents {
     pub filename: WheelFilename,
     /// `name-version.dist-info`, as spelled inside the archive.
     pub dist_info: String,
-    /// Digest of the whole wheel file as read.
-    pub sha256: vouch_core::Sha256Digest,
+    /// The wheel file as read.
+    pub bytes: Vec<u8>,
     /// Regular files in archive order; directory entries are dropped.
     pub members: Vec<Member>,
 }
@@ -122,35 +122,63 @@ fn open_archive<'a>(
     Ok(archive)
 }
 
-/// A zip's regular files and the digest of the whole file.
+/// A zip's bytes and its regular files.
 #[derive(Debug)]
 pub struct Archive {
-    pub sha256: vouch_core::Sha256Digest,
+    pub bytes: Vec<u8>,
     pub members: Vec<Member>,
+}
+
+impl Archive {
+    pub fn sha256(&self) -> vouch_core::Sha256Digest {
+        vouch_core::Sha256Digest::of(&self.bytes)
+    }
 }
 
 /// Reads every regular file of a zip, in archive order, decompressing on all cores. Checks
 /// names, entry kinds, sizes and CRCs, but nothing wheel-specific.
 pub fn read_archive(path: &Path) -> Result<Archive, WheelError> {
+    read_archive_with(path, &|_| Ok(())).map(|(archive, _)| archive)
+}
+
+/// A function applied to each member on the worker that decompressed it, while the data is
+/// still hot in cache (normalize compresses there, instead of in a second pass).
+pub(crate) type PerMember<'a, T> = &'a (dyn Fn(&Member) -> Result<T, WheelError> + Sync);
+
+pub(crate) fn read_archive_with<T: Send>(
+    path: &Path,
+    per_member: PerMember<'_, T>,
+) -> Result<(Archive, Vec<T>), WheelError> {
     let bytes = std::fs::read(path).map_err(|source| WheelError::Read {
         path: path.to_owned(),
         source,
     })?;
-    let members = members_of(path, &bytes)?;
-    Ok(Archive {
-        sha256: vouch_core::Sha256Digest::of(&bytes),
-        members,
-    })
+    let (members, extra) = members_of(path, &bytes, per_member)?.into_iter().unzip();
+    Ok((Archive { bytes, members }, extra))
 }
 
-fn members_of(path: &Path, bytes: &[u8]) -> Result<Vec<Member>, WheelError> {
+fn members_of<T: Send>(
+    path: &Path,
+    bytes: &[u8],
+    per_member: PerMember<'_, T>,
+) -> Result<Vec<(Member, T)>, WheelError> {
     let archive = open_archive(path, bytes)?;
 
-    (0..archive.len())
+    // Largest first, one task per member, so two cores finish together even when a few huge
+    // shared objects sit next to each other in the archive.
+    let mut order: Vec<usize> = (0..archive.len()).collect();
+    let mut sizer = archive.clone();
+    let sizes: Vec<u64> = order
+        .iter()
+        .map(|&i| sizer.by_index_raw(i).map_or(0, |f| f.compressed_size()))
+        .collect();
+    order.sort_by_key(|&i| std::cmp::Reverse(sizes[i]));
+    let mut results: Vec<(usize, Option<(Member, T)>)> = order
         .into_par_iter()
+        .with_max_len(1)
         .map_init(
             || archive.clone(),
-            |archive, i| -> Result<Option<Member>, WheelError> {
+            |archive, i| -> Result<(usize, Option<(Member, T)>), WheelError> {
                 let options = ZipReadOptions::new().enforce_header_consistency(true);
                 let mut file = archive
                     .by_index_with_options(i, options)
@@ -173,7 +201,7 @@ fn members_of(path: &Path, bytes: &[u8]) -> Result<Vec<Member>, WheelError> {
                     });
                 }
                 if file.is_dir() {
-                    return Ok(None);
+                    return Ok((i, None));
                 }
                 if file.is_symlink() {
                     return Err(WheelError::NotAFile {
@@ -201,23 +229,35 @@ fn members_of(path: &Path, bytes: &[u8]) -> Result<Vec<Member>, WheelError> {
                         source,
                     })?;
                 let sha256 = Sha256::digest(&data).into();
-                Ok(Some(Member {
+                let member = Member {
                     unix_mode: file.unix_mode().map(|m| m & 0o7777),
                     modified: file.last_modified().map(DosTime::from_zip),
                     name,
                     data,
                     sha256,
-                }))
+                };
+                let extra = per_member(&member)?;
+                Ok((i, Some((member, extra))))
             },
         )
-        .filter_map(Result::transpose)
-        .collect()
+        .collect::<Result<_, _>>()?;
+    results.sort_unstable_by_key(|(i, _)| *i);
+    Ok(results.into_iter().filter_map(|(_, m)| m).collect())
 }
 
 /// Reads a wheel and checks it: a valid filename, exactly one matching `.dist-info`, a RECORD
 /// that lists every member (but itself and signatures) with a sha256 that matches, and nothing
 /// listed that is absent.
 pub fn read_wheel(path: &Path) -> Result<WheelContents, WheelError> {
+    read_wheel_with(path, &|_| Ok(())).map(|(wheel, _)| wheel)
+}
+
+/// [`read_wheel`], applying `per_member` to each member as it is decompressed. The results are
+/// in the order of [`WheelContents::members`].
+pub(crate) fn read_wheel_with<T: Send>(
+    path: &Path,
+    per_member: PerMember<'_, T>,
+) -> Result<(WheelContents, Vec<T>), WheelError> {
     let file_name =
         path.file_name()
             .and_then(|n| n.to_str())
@@ -226,7 +266,7 @@ pub fn read_wheel(path: &Path) -> Result<WheelContents, WheelError> {
                 reason: "not a UTF-8 file name".into(),
             })?;
     let filename: WheelFilename = file_name.parse()?;
-    let Archive { sha256, members } = read_archive(path)?;
+    let (Archive { bytes, members }, extra) = read_archive_with(path, per_member)?;
     let expected = format!("{}-{}.dist-info", filename.name, filename.version);
 
     let dist_infos: Vec<&str> = members
@@ -338,13 +378,16 @@ pub fn read_wheel(path: &Path) -> Result<WheelContents, WheelError> {
         });
     }
 
-    Ok(WheelContents {
-        path: path.to_owned(),
-        filename,
-        dist_info,
-        sha256,
-        members,
-    })
+    Ok((
+        WheelContents {
+            path: path.to_owned(),
+            filename,
+            dist_info,
+            bytes,
+            members,
+        },
+        extra,
+    ))
 }
 
 #[cfg(test)]
