@@ -1,0 +1,154 @@
+//! in-toto Statement v1 with a SLSA provenance v1 predicate in GitHub's workflow build type,
+//! plus vouch's own claims under `internalParameters.vouch`.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use vouch_core::Sha256Digest;
+
+use crate::RunContext;
+
+pub const STATEMENT_TYPE: &str = "https://in-toto.io/Statement/v1";
+pub const PREDICATE_SLSA_V1: &str = "https://slsa.dev/provenance/v1";
+pub const BUILD_TYPE: &str = "https://actions.github.io/buildtypes/workflow/v1";
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Subject {
+    pub name: String,
+    pub digest: std::collections::BTreeMap<String, String>,
+}
+
+impl Subject {
+    pub fn sha256(name: impl Into<String>, digest: &Sha256Digest) -> Subject {
+        Subject {
+            name: name.into(),
+            digest: [("sha256".to_owned(), digest.hex())].into(),
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Statement {
+    #[serde(rename = "_type")]
+    pub statement_type: String,
+    pub subject: Vec<Subject>,
+    #[serde(rename = "predicateType")]
+    pub predicate_type: String,
+    pub predicate: Value,
+}
+
+/// What vouch adds beyond GitHub's build type. A verifier checks these against the
+/// certificate and the consumer's policy; they are never trusted alone.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VouchClaims {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cell: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pr_number: Option<u64>,
+    /// The PR's head commit; under `pull_request` the run's `GITHUB_SHA` is the merge commit.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pr_head_sha: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub merge_sha: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub artifact_name: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub build_inputs_digest: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cache_scope: Option<String>,
+}
+
+/// Builds the statement for `subjects` produced in `ctx`.
+pub fn statement_for(ctx: &RunContext, subjects: Vec<Subject>, claims: &VouchClaims) -> Statement {
+    let mut github = json!({ "event_name": ctx.event_name });
+    for (key, value) in [
+        ("repository_id", &ctx.repository_id),
+        ("repository_owner_id", &ctx.repository_owner_id),
+        ("runner_environment", &ctx.runner_environment),
+    ] {
+        if let Some(v) = value {
+            github[key] = json!(v);
+        }
+    }
+    let mut claims = claims.clone();
+    if ctx.event_name.starts_with("pull_request") {
+        claims.pr_number = claims.pr_number.or(ctx.pr_number);
+        claims.pr_head_sha = claims.pr_head_sha.or_else(|| ctx.pr_head_sha.clone());
+        claims.merge_sha = claims.merge_sha.or_else(|| Some(ctx.sha.clone()));
+    }
+    let builder = match ctx.runner_environment.as_deref() {
+        Some("github-hosted") | None => format!("{}/actions/runner/github-hosted", ctx.server_url),
+        Some(other) => format!("{}/actions/runner/{other}", ctx.server_url),
+    };
+    let mut metadata = json!({});
+    if let Some(id) = ctx.invocation_id() {
+        metadata["invocationId"] = json!(id);
+    }
+    let predicate = json!({
+        "buildDefinition": {
+            "buildType": BUILD_TYPE,
+            "externalParameters": {
+                "workflow": {
+                    "ref": ctx.git_ref,
+                    "repository": ctx.repository_uri(),
+                    "path": ctx.workflow_path,
+                }
+            },
+            "internalParameters": {
+                "github": github,
+                "vouch": claims,
+            },
+            "resolvedDependencies": [{
+                "uri": format!("git+{}@{}", ctx.repository_uri(), ctx.git_ref),
+                "digest": { "gitCommit": ctx.sha },
+            }],
+        },
+        "runDetails": {
+            "builder": { "id": builder },
+            "metadata": metadata,
+        }
+    });
+    Statement {
+        statement_type: STATEMENT_TYPE.to_owned(),
+        subject: subjects,
+        predicate_type: PREDICATE_SLSA_V1.to_owned(),
+        predicate,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pull_request_statement() {
+        let ctx = RunContext {
+            server_url: "https://github.com".into(),
+            repository: "cupy/cupy".into(),
+            repository_id: Some("1".into()),
+            repository_owner_id: Some("2".into()),
+            workflow_path: ".github/workflows/ci.yml".into(),
+            git_ref: "refs/pull/7/merge".into(),
+            sha: "2222222222222222222222222222222222222222".into(),
+            event_name: "pull_request".into(),
+            run_id: Some("5".into()),
+            run_attempt: Some("1".into()),
+            runner_environment: Some("github-hosted".into()),
+            pr_number: Some(7),
+            pr_head_sha: Some("1111111111111111111111111111111111111111".into()),
+        };
+        let claims = VouchClaims {
+            cell: Some("cuda13x-py3.12-linux-64".into()),
+            cache_scope: Some("pr/7".into()),
+            ..Default::default()
+        };
+        let st = statement_for(
+            &ctx,
+            vec![Subject::sha256(
+                "cupy_cuda13x-14.2.0-cp312-cp312-linux_x86_64.whl",
+                &Sha256Digest::of(b"wheel"),
+            )],
+            &claims,
+        );
+        insta::assert_json_snapshot!(st);
+    }
+}
