@@ -40,6 +40,9 @@ pub enum Command {
     Normalize(NormalizeArgs),
     /// Compare two wheels member by member. Exits 0 when identical, 1 when they differ.
     Diff(DiffArgs),
+    /// Verify a file (or digest) against a Sigstore bundle, PEP 740 attestation or PyPI
+    /// provenance: certificate, transparency log, signature, statement, digest and identity.
+    Verify(crate::verify_cmd::VerifyArgs),
     /// Render or parse CI artifact names (`<dist>-py<X.Y>-<plat>[-pr<N>]-<sha>`).
     #[command(subcommand)]
     Name(NameCommand),
@@ -161,6 +164,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Normalize(args) => normalize(args),
         Command::Diff(args) => diff(args),
         Command::Name(cmd) => name(cmd),
+        Command::Verify(args) => crate::verify_cmd::run(args),
     }
 }
 

@@ -17,6 +17,20 @@ pub const BUILD_FAILED: u8 = 4;
 pub const ENVIRONMENT: u8 = 5;
 /// Reading or writing a file failed.
 pub const IO: u8 = 6;
+/// Verification failures, one code per kind (see the README).
+fn verify_code(kind: vouch_verify::ErrorKind) -> u8 {
+    use vouch_verify::ErrorKind as K;
+    match kind {
+        K::Bundle => 10,
+        K::Certificate => 11,
+        K::TransparencyLog => 12,
+        K::Signature => 13,
+        K::Statement => 14,
+        K::Digest => 15,
+        K::Policy => 16,
+        K::TrustRoot => 17,
+    }
+}
 
 fn wheel_code(e: &WheelError) -> u8 {
     match e {
@@ -27,6 +41,12 @@ fn wheel_code(e: &WheelError) -> u8 {
 
 pub fn code_for(err: &anyhow::Error) -> ExitCode {
     for cause in err.chain() {
+        if let Some(e) = cause.downcast_ref::<vouch_verify::VerifyError>() {
+            return ExitCode::from(verify_code(e.kind));
+        }
+        if cause.downcast_ref::<crate::verify_cmd::UsageError>().is_some() {
+            return ExitCode::from(2);
+        }
         if let Some(e) = cause.downcast_ref::<WheelError>() {
             return ExitCode::from(wheel_code(e));
         }

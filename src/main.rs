@@ -5,6 +5,7 @@ mod cli;
 mod demo;
 mod exit;
 mod output;
+mod verify_cmd;
 
 use std::process::ExitCode;
 

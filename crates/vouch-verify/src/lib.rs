@@ -1,0 +1,15 @@
+//! Verification: Sigstore bundles (keyless, checked end to end by sigstore-verify: certificate
+//! chain at signing time, SCT, inclusion proof, checkpoint, SET, DSSE signature), then the
+//! in-toto statement and the consumer's identity policy on the certificate's extensions.
+
+mod error;
+mod evidence;
+mod policy;
+mod root;
+mod verify;
+
+pub use error::{ErrorKind, VerifyError};
+pub use evidence::{Evidence, EvidenceFormat, parse_evidence};
+pub use policy::{GITHUB_ISSUER, PREDICATE_PEP740, Policy, SignerIdentity, StatementSummary, check_statement, run_id_of};
+pub use root::TrustRootSource;
+pub use verify::{Checks, Verified, Verifier, verify_with_key};

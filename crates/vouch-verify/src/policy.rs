@@ -1,0 +1,268 @@
+//! The consumer's expectations, checked against the Fulcio certificate's extensions (OIDs
+//! 1.3.6.1.4.1.57264.1.8-.22) and against the statement's own claims.
+
+use serde::Serialize;
+use serde_json::Value;
+use sigstore_crypto::CertificateInfo;
+
+use crate::{ErrorKind, VerifyError};
+
+pub const GITHUB_ISSUER: &str = "https://token.actions.githubusercontent.com";
+pub const PREDICATE_PEP740: &str = "https://docs.pypi.org/attestations/publish/v1";
+const GITHUB_BUILD_TYPES: &[&str] = &[
+    "https://actions.github.io/buildtypes/workflow/v1",
+    "https://slsa-framework.github.io/github-actions-buildtypes/workflow/v1",
+];
+
+#[derive(Clone, Debug)]
+pub struct Policy {
+    pub server_url: String,
+    /// `owner/name`: the source repository URI must be `<server>/<owner>/<name>`.
+    pub repository: Option<String>,
+    /// The workflow that signed (build signer URI); differs from the build workflow when a
+    /// reusable workflow signs. `PATH` (in `repository`), `OWNER/REPO/PATH`, either with `@REF`.
+    pub signer_workflow: Option<String>,
+    /// The top-level workflow the run started from (build config URI).
+    pub build_workflow: Option<String>,
+    /// Source ref, e.g. `refs/heads/main`; a trailing `*` matches any suffix (`refs/tags/v*`).
+    pub git_ref: Option<String>,
+    pub sha: Option<String>,
+    pub event: Option<String>,
+    pub run_id: Option<String>,
+    pub issuer: String,
+    /// `github-hosted` by default; `None` accepts any runner.
+    pub runner: Option<String>,
+    pub predicate_type: String,
+    pub pr: Option<u64>,
+    pub cell: Option<String>,
+}
+
+impl Default for Policy {
+    fn default() -> Self {
+        Policy {
+            server_url: "https://github.com".into(),
+            repository: None,
+            signer_workflow: None,
+            build_workflow: None,
+            git_ref: None,
+            sha: None,
+            event: None,
+            run_id: None,
+            issuer: GITHUB_ISSUER.into(),
+            runner: Some("github-hosted".into()),
+            predicate_type: vouch_attest::PREDICATE_SLSA_V1.into(),
+            pr: None,
+            cell: None,
+        }
+    }
+}
+
+/// Who signed, as the certificate says.
+#[derive(Clone, Debug, Default, Serialize, PartialEq, Eq)]
+pub struct SignerIdentity {
+    pub issuer: Option<String>,
+    pub san: Option<String>,
+    pub repository: Option<String>,
+    pub git_ref: Option<String>,
+    pub sha: Option<String>,
+    pub signer_workflow: Option<String>,
+    pub build_workflow: Option<String>,
+    pub event: Option<String>,
+    pub run: Option<String>,
+    pub runner: Option<String>,
+}
+
+impl SignerIdentity {
+    pub fn from_certificate(info: &CertificateInfo) -> Self {
+        let c = &info.ci_claims;
+        SignerIdentity {
+            issuer: info.issuer.clone(),
+            san: info.identity.as_ref().map(|s| s.to_string()),
+            repository: c.source_repository_uri.clone(),
+            git_ref: c.source_repository_ref.clone(),
+            sha: c.source_repository_digest.clone(),
+            signer_workflow: c.build_signer_uri.clone(),
+            build_workflow: c.build_config_uri.clone(),
+            event: c.build_trigger.clone(),
+            run: c.run_invocation_uri.clone(),
+            runner: c.runner_environment.clone(),
+        }
+    }
+
+    /// `owner/name` from the repository URI.
+    pub fn repository_slug(&self, server: &str) -> Option<&str> {
+        self.repository.as_deref()?.strip_prefix(server)?.strip_prefix('/')
+    }
+}
+
+fn pattern_matches(pattern: &str, value: &str) -> bool {
+    match pattern.strip_suffix('*') {
+        Some(prefix) => value.starts_with(prefix),
+        None => pattern == value,
+    }
+}
+
+impl Policy {
+    fn workflow_uri(&self, spec: &str) -> Result<String, VerifyError> {
+        let (path, at) = match spec.split_once('@') {
+            Some((p, r)) => (p, Some(r)),
+            None => (spec, None),
+        };
+        let full = if path.starts_with(".github/") {
+            let repo = self.repository.as_deref().ok_or_else(|| {
+                VerifyError::new(ErrorKind::Policy, format!("workflow {spec:?} is a path; give --repo too, or OWNER/REPO/{spec}"))
+            })?;
+            format!("{}/{repo}/{path}", self.server_url)
+        } else {
+            format!("{}/{path}", self.server_url)
+        };
+        Ok(match at {
+            Some(r) => format!("{full}@{r}"),
+            None => full,
+        })
+    }
+
+    fn check_workflow(&self, claim: &str, spec: Option<&str>, found: Option<&str>) -> Result<(), VerifyError> {
+        let Some(spec) = spec else { return Ok(()) };
+        let expected = self.workflow_uri(spec)?;
+        let ok = found.is_some_and(|f| {
+            if expected.contains('@') { f == expected } else { f.split_once('@').map_or(f, |(p, _)| p) == expected }
+        });
+        if ok { Ok(()) } else { Err(VerifyError::mismatch(ErrorKind::Policy, claim, &expected, found)) }
+    }
+
+    /// Checks the certificate's identity against this policy.
+    pub fn check_certificate(&self, id: &SignerIdentity) -> Result<(), VerifyError> {
+        let eq = |claim: &str, expected: Option<&str>, found: Option<&str>| -> Result<(), VerifyError> {
+            match expected {
+                Some(e) if found != Some(e) => Err(VerifyError::mismatch(ErrorKind::Policy, claim, e, found)),
+                _ => Ok(()),
+            }
+        };
+        eq("issuer (OID 1.3.6.1.4.1.57264.1.8)", Some(&self.issuer), id.issuer.as_deref())?;
+        let repo_uri = self.repository.as_ref().map(|r| format!("{}/{r}", self.server_url));
+        eq("source repository (OID .1.12)", repo_uri.as_deref(), id.repository.as_deref())?;
+        self.check_workflow("build signer workflow (OID .1.9)", self.signer_workflow.as_deref(), id.signer_workflow.as_deref())?;
+        self.check_workflow("build config workflow (OID .1.18)", self.build_workflow.as_deref(), id.build_workflow.as_deref())?;
+        if let Some(pattern) = &self.git_ref
+            && !id.git_ref.as_deref().is_some_and(|r| pattern_matches(pattern, r))
+        {
+            return Err(VerifyError::mismatch(ErrorKind::Policy, "source ref (OID .1.14)", pattern, id.git_ref.as_deref()));
+        }
+        eq("source commit (OID .1.13)", self.sha.as_deref(), id.sha.as_deref())?;
+        eq("build trigger (OID .1.20)", self.event.as_deref(), id.event.as_deref())?;
+        eq("runner environment (OID .1.11)", self.runner.as_deref(), id.runner.as_deref())?;
+        if let Some(run) = &self.run_id {
+            let found = id.run.as_deref().and_then(run_id_of);
+            if found != Some(run.as_str()) {
+                return Err(VerifyError::mismatch(ErrorKind::Policy, "run (OID .1.21)", run, id.run.as_deref()));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `https://github.com/o/r/actions/runs/123/attempts/1` -> `123`.
+pub fn run_id_of(uri: &str) -> Option<&str> {
+    uri.split_once("/actions/runs/")?.1.split('/').next()
+}
+
+/// The statement's summary, for reports.
+#[derive(Clone, Debug, Serialize)]
+pub struct StatementSummary {
+    pub predicate_type: String,
+    pub subjects: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub vouch: Option<Value>,
+}
+
+/// Parses the statement and checks its type, predicate type, that `digest_hex` is a subject,
+/// and that its claims agree with the certificate (`id`, when keyless) and with the policy.
+pub fn check_statement(
+    payload: &[u8],
+    digest_hex: &str,
+    policy: &Policy,
+    id: Option<&SignerIdentity>,
+) -> Result<StatementSummary, VerifyError> {
+    let st: Value = serde_json::from_slice(payload)
+        .map_err(|e| VerifyError::with_source(ErrorKind::Statement, "the DSSE payload is not a JSON statement", e))?;
+    let str_at = |ptr: &str| st.pointer(ptr).and_then(Value::as_str);
+    let stmt = |claim: &str, expected: &str, found: Option<&str>| -> Result<(), VerifyError> {
+        if found == Some(expected) { Ok(()) } else { Err(VerifyError::mismatch(ErrorKind::Statement, claim, expected, found)) }
+    };
+    stmt("statement _type", vouch_attest::STATEMENT_TYPE, str_at("/_type"))?;
+    stmt("predicateType", &policy.predicate_type, str_at("/predicateType"))?;
+    let subjects = st["subject"].as_array().cloned().unwrap_or_default();
+    if subjects.is_empty() {
+        return Err(VerifyError::new(ErrorKind::Statement, "the statement has no subjects"));
+    }
+    let names: Vec<String> = subjects
+        .iter()
+        .map(|s| format!("{} sha256:{}", s["name"].as_str().unwrap_or("?"), s["digest"]["sha256"].as_str().unwrap_or("?")))
+        .collect();
+    if !subjects.iter().any(|s| s["digest"]["sha256"].as_str() == Some(digest_hex)) {
+        return Err(VerifyError::new(
+            ErrorKind::Digest,
+            format!("sha256:{digest_hex} is not among the statement's subjects ({})", names.join(", ")),
+        ));
+    }
+
+    let p = &st["predicate"];
+    let github_build = str_at("/predicate/buildDefinition/buildType").is_some_and(|t| GITHUB_BUILD_TYPES.contains(&t));
+    if github_build && let Some(id) = id {
+        // The statement is written by the build; the certificate by Fulcio from the OIDC
+        // token. Where both speak, they must agree.
+        let bd = &p["buildDefinition"];
+        let agree = |claim: &str, stated: Option<&str>, cert: Option<&str>| -> Result<(), VerifyError> {
+            match (stated, cert) {
+                (Some(s), Some(c)) if s != c => Err(VerifyError::new(
+                    ErrorKind::Statement,
+                    format!("statement claim {claim} = {s:?} disagrees with the certificate's {c:?}"),
+                )),
+                _ => Ok(()),
+            }
+        };
+        agree("externalParameters.workflow.repository", bd["externalParameters"]["workflow"]["repository"].as_str(), id.repository.as_deref())?;
+        agree("externalParameters.workflow.ref", bd["externalParameters"]["workflow"]["ref"].as_str(), id.git_ref.as_deref())?;
+        let build_path = id.build_workflow.as_deref().and_then(|u| {
+            let repo = id.repository.as_deref()?;
+            u.strip_prefix(repo)?.strip_prefix('/')?.split('@').next()
+        });
+        agree("externalParameters.workflow.path", bd["externalParameters"]["workflow"]["path"].as_str(), build_path)?;
+        agree("internalParameters.github.event_name", bd["internalParameters"]["github"]["event_name"].as_str(), id.event.as_deref())?;
+        agree("internalParameters.github.runner_environment", bd["internalParameters"]["github"]["runner_environment"].as_str(), id.runner.as_deref())?;
+        agree("resolvedDependencies[0].digest.gitCommit", bd["resolvedDependencies"][0]["digest"]["gitCommit"].as_str(), id.sha.as_deref())?;
+        agree("runDetails.metadata.invocationId", p["runDetails"]["metadata"]["invocationId"].as_str(), id.run.as_deref())?;
+        if let Some(merge) = bd["internalParameters"]["vouch"]["merge_sha"].as_str() {
+            agree("internalParameters.vouch.merge_sha", Some(merge), id.sha.as_deref())?;
+        }
+        if let (Some(pr), Some(r)) = (bd["internalParameters"]["vouch"]["pr_number"].as_u64(), id.git_ref.as_deref())
+            && let Some(rest) = r.strip_prefix("refs/pull/")
+            && rest.split('/').next() != Some(pr.to_string().as_str())
+        {
+            return Err(VerifyError::new(
+                ErrorKind::Statement,
+                format!("statement claim internalParameters.vouch.pr_number = {pr} disagrees with the certificate's ref {r:?}"),
+            ));
+        }
+    }
+
+    let vouch = p.pointer("/buildDefinition/internalParameters/vouch").cloned();
+    if let Some(expected) = policy.pr {
+        let found = vouch.as_ref().and_then(|v| v["pr_number"].as_u64()).map(|n| n.to_string());
+        if found.as_deref() != Some(expected.to_string().as_str()) {
+            return Err(VerifyError::mismatch(ErrorKind::Policy, "statement PR number (internalParameters.vouch.pr_number)", &expected.to_string(), found.as_deref()));
+        }
+    }
+    if let Some(expected) = &policy.cell {
+        let found = vouch.as_ref().and_then(|v| v["cell"].as_str());
+        if found != Some(expected.as_str()) {
+            return Err(VerifyError::mismatch(ErrorKind::Policy, "statement cell (internalParameters.vouch.cell)", expected, found));
+        }
+    }
+    Ok(StatementSummary {
+        predicate_type: str_at("/predicateType").unwrap_or_default().to_owned(),
+        subjects: names,
+        vouch,
+    })
+}

@@ -1,0 +1,35 @@
+use std::path::PathBuf;
+
+use sigstore_trust_root::{SigstoreInstance, TrustedRoot};
+
+use crate::{ErrorKind, VerifyError};
+
+/// Which Sigstore instance's keys and CAs to trust. Production and staging roots are compiled
+/// in, so verification works with no network.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TrustRootSource {
+    Production,
+    Staging,
+    File(PathBuf),
+}
+
+impl TrustRootSource {
+    pub fn describe(&self) -> String {
+        match self {
+            TrustRootSource::Production => "Sigstore production (embedded)".into(),
+            TrustRootSource::Staging => "Sigstore staging (embedded)".into(),
+            TrustRootSource::File(p) => format!("{}", p.display()),
+        }
+    }
+
+    pub fn load(&self) -> Result<TrustedRoot, VerifyError> {
+        let loaded = match self {
+            TrustRootSource::Production => TrustedRoot::from_embedded(SigstoreInstance::PublicGood),
+            TrustRootSource::Staging => TrustedRoot::from_embedded(SigstoreInstance::Staging),
+            TrustRootSource::File(p) => TrustedRoot::from_file(p),
+        };
+        loaded.map_err(|e| {
+            VerifyError::with_source(ErrorKind::TrustRoot, format!("cannot load trust root {}", self.describe()), e)
+        })
+    }
+}

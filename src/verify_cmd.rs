@@ -1,0 +1,220 @@
+//! `vouch verify`.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+use clap::Args;
+use vouch_core::Sha256Digest;
+use vouch_verify::{Policy, TrustRootSource, Verified, Verifier, VerifyError, parse_evidence, verify_with_key};
+
+use crate::cli::Common;
+use crate::output;
+
+#[derive(Args, Debug, Clone)]
+pub struct PolicyArgs {
+    /// Source repository `OWNER/NAME` the certificate must name (OID .1.12).
+    #[arg(long, value_name = "OWNER/NAME")]
+    pub repo: Option<String>,
+    /// Workflow that signed (OID .1.9): `PATH`, `OWNER/REPO/PATH`, optionally `@REF`. For
+    /// reusable workflows this is the called workflow.
+    #[arg(long, value_name = "WORKFLOW")]
+    pub signer_workflow: Option<String>,
+    /// Top-level workflow of the run (OID .1.18, the caller of a reusable workflow).
+    #[arg(long, value_name = "WORKFLOW")]
+    pub build_workflow: Option<String>,
+    /// Source ref (OID .1.14); a trailing `*` matches any suffix, e.g. `refs/tags/v*`.
+    #[arg(long = "ref", value_name = "REF")]
+    pub git_ref: Option<String>,
+    /// Source commit, 40 hex (OID .1.13).
+    #[arg(long, value_name = "SHA")]
+    pub sha: Option<String>,
+    /// Build trigger, e.g. `push`, `pull_request` (OID .1.20).
+    #[arg(long, value_name = "EVENT")]
+    pub event: Option<String>,
+    /// Workflow run id (OID .1.21).
+    #[arg(long, value_name = "ID")]
+    pub run_id: Option<String>,
+    /// OIDC issuer (OID .1.8).
+    #[arg(long, default_value = vouch_verify::GITHUB_ISSUER)]
+    pub issuer: String,
+    /// Runner environment (OID .1.11): `github-hosted`, `self-hosted`, or `any`.
+    #[arg(long, default_value = "github-hosted")]
+    pub runner: String,
+    /// Predicate type: `slsa` (SLSA provenance v1), `pep740` (PyPI publish v1), or a URI.
+    #[arg(long, default_value = "slsa")]
+    pub predicate_type: String,
+    /// Pull request number the vouch statement must claim.
+    #[arg(long, value_name = "N")]
+    pub pr: Option<u64>,
+    /// Matrix cell the vouch statement must claim.
+    #[arg(long, value_name = "CELL")]
+    pub cell: Option<String>,
+    /// Custom `trusted_root.json` instead of the embedded Sigstore production root.
+    #[arg(long, value_name = "FILE", conflicts_with = "staging")]
+    pub trust_root: Option<PathBuf>,
+    /// Use the embedded Sigstore staging root.
+    #[arg(long)]
+    pub staging: bool,
+    /// Accepted for clarity: verification never uses the network (the roots are embedded).
+    #[arg(long)]
+    pub offline: bool,
+    /// Verify a key-signed bundle with this PEM public key instead of a certificate.
+    #[arg(long, value_name = "PEM")]
+    pub key: Option<PathBuf>,
+}
+
+impl PolicyArgs {
+    pub fn trust_root(&self) -> TrustRootSource {
+        match (&self.trust_root, self.staging) {
+            (Some(p), _) => TrustRootSource::File(p.clone()),
+            (None, true) => TrustRootSource::Staging,
+            (None, false) => TrustRootSource::Production,
+        }
+    }
+
+    pub fn policy(&self) -> anyhow::Result<Policy> {
+        if self.key.is_none() && self.repo.is_none() && !self.signer_workflow.as_deref().is_some_and(|w| !w.starts_with(".github/")) {
+            anyhow::bail!(UsageError(
+                "keyless verification needs an identity: give --repo OWNER/NAME (or --signer-workflow OWNER/REPO/PATH)".into()
+            ));
+        }
+        let predicate_type = match self.predicate_type.as_str() {
+            "slsa" => vouch_attest::PREDICATE_SLSA_V1.to_owned(),
+            "pep740" => vouch_verify::PREDICATE_PEP740.to_owned(),
+            uri => uri.to_owned(),
+        };
+        Ok(Policy {
+            repository: self.repo.clone(),
+            signer_workflow: self.signer_workflow.clone(),
+            build_workflow: self.build_workflow.clone(),
+            git_ref: self.git_ref.clone(),
+            sha: self.sha.clone(),
+            event: self.event.clone(),
+            run_id: self.run_id.clone(),
+            issuer: self.issuer.clone(),
+            runner: (self.runner != "any").then(|| self.runner.clone()),
+            predicate_type,
+            pr: self.pr,
+            cell: self.cell.clone(),
+            ..Policy::default()
+        })
+    }
+}
+
+/// Bad flag combinations found after parsing; exit 2 like clap's own.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct UsageError(pub String);
+
+#[derive(Args, Debug)]
+#[command(group(clap::ArgGroup::new("subject").required(true).args(["file", "digest"])))]
+#[command(group(clap::ArgGroup::new("evidence").required(true).args(["bundle", "attestation", "provenance"])))]
+pub struct VerifyArgs {
+    /// The file to verify (wheel, sdist, anything).
+    pub file: Option<PathBuf>,
+    /// Verify a digest instead of a file (`sha256:HEX`).
+    #[arg(long, value_name = "sha256:HEX")]
+    pub digest: Option<Sha256Digest>,
+    /// Sigstore bundle (`.sigstore.json`).
+    #[arg(long, value_name = "FILE")]
+    pub bundle: Option<PathBuf>,
+    /// PEP 740 attestation (`.publish.attestation`).
+    #[arg(long, value_name = "FILE")]
+    pub attestation: Option<PathBuf>,
+    /// PyPI provenance object (the integrity API's response).
+    #[arg(long, value_name = "FILE")]
+    pub provenance: Option<PathBuf>,
+    #[command(flatten)]
+    pub policy: PolicyArgs,
+    #[command(flatten)]
+    pub common: Common,
+}
+
+fn hash_file(path: &std::path::Path) -> anyhow::Result<Sha256Digest> {
+    let mut hasher = vouch_core::Sha256Hasher::new();
+    let mut f = std::fs::File::open(path).with_context(|| format!("opening {path:?}"))?;
+    std::io::copy(&mut f, &mut hasher).with_context(|| format!("reading {path:?}"))?;
+    Ok(hasher.finish())
+}
+
+#[derive(serde::Serialize)]
+struct Failure<'a> {
+    verified: bool,
+    kind: &'a str,
+    message: String,
+}
+
+pub fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
+    let policy = args.policy.policy()?;
+    let digest = match (&args.file, args.digest) {
+        (Some(f), _) => hash_file(f)?,
+        (None, Some(d)) => d,
+        (None, None) => unreachable!("clap requires one"),
+    };
+    let evidence_path = args.bundle.as_ref().or(args.attestation.as_ref()).or(args.provenance.as_ref()).expect("clap requires one");
+    let text = std::fs::read_to_string(evidence_path).with_context(|| format!("reading {evidence_path:?}"))?;
+    let result = (|| -> Result<Vec<Verified>, VerifyError> {
+        let evidence = parse_evidence(&text, &evidence_path.display().to_string())?;
+        if let Some(key_path) = &args.policy.key {
+            let pem = std::fs::read_to_string(key_path).map_err(|e| {
+                VerifyError::with_source(vouch_verify::ErrorKind::TrustRoot, format!("cannot read key {key_path:?}"), e)
+            })?;
+            let root = match args.policy.trust_root() {
+                TrustRootSource::Production if args.policy.trust_root.is_none() => None,
+                other => Some(other.load()?),
+            };
+            evidence.iter().map(|e| verify_with_key(&digest, e, &pem, &policy, root.as_ref())).collect()
+        } else {
+            let verifier = Verifier::new(args.policy.trust_root())?;
+            evidence.iter().map(|e| verifier.verify(&digest, e, &policy)).collect()
+        }
+    })();
+    match result {
+        Ok(all) => {
+            if args.common.json {
+                output::json(&serde_json::json!({ "verified": true, "results": all }));
+            } else {
+                let what = args.file.as_ref().map_or_else(|| digest.to_string(), |f| format!("{} ({digest})", f.display()));
+                for v in &all {
+                    print_verified(&what, v);
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(e) => {
+            if args.common.json {
+                output::json(&Failure { verified: false, kind: e.kind.as_str(), message: e.message.clone() });
+            }
+            Err(anyhow::Error::new(e).context(format!("verification of {} failed", evidence_path.display())))
+        }
+    }
+}
+
+fn print_verified(what: &str, v: &Verified) {
+    let s = &v.signer;
+    output::data(format!("verified: {what}"));
+    if v.signed_with == "certificate" {
+        let opt = |o: &Option<String>| o.clone().unwrap_or_else(|| "-".into());
+        output::data(format!("  signer:     {}", opt(&s.san)));
+        output::data(format!("  issuer:     {}", opt(&s.issuer)));
+        output::data(format!("  repository: {}  ref: {}  commit: {}", opt(&s.repository), opt(&s.git_ref), opt(&s.sha)));
+        output::data(format!("  workflow:   {}  event: {}  runner: {}", opt(&s.build_workflow), opt(&s.event), opt(&s.runner)));
+        output::data(format!("  run:        {}", opt(&s.run)));
+    } else {
+        output::data("  signer:     public key given with --key");
+    }
+    output::data(format!("  predicate:  {}", v.statement.predicate_type));
+    let c = &v.checks;
+    let mark = |b: bool| if b { "ok" } else { "not checked" };
+    output::data(format!(
+        "  checks:     certificate chain {}, SCT {}, transparency log {}, signature ok, statement ok, digest ok, identity policy {}",
+        mark(c.certificate_chain),
+        mark(c.sct),
+        mark(c.transparency_log),
+        mark(c.identity_policy)
+    ));
+    for n in &v.notes {
+        output::data(format!("  note:       {n}"));
+    }
+}
