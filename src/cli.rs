@@ -40,6 +40,10 @@ pub enum Command {
     Normalize(NormalizeArgs),
     /// Compare two wheels member by member. Exits 0 when identical, 1 when they differ.
     Diff(DiffArgs),
+    /// Sign an in-toto SLSA provenance statement for files into a Sigstore bundle.
+    Attest(crate::attest_cmd::AttestArgs),
+    /// Generate a local ECDSA P-256 signing key for `attest --signer key:PATH`.
+    Keygen(crate::attest_cmd::KeygenArgs),
     /// Verify a file (or digest) against a Sigstore bundle, PEP 740 attestation or PyPI
     /// provenance: certificate, transparency log, signature, statement, digest and identity.
     Verify(crate::verify_cmd::VerifyArgs),
@@ -165,6 +169,8 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Diff(args) => diff(args),
         Command::Name(cmd) => name(cmd),
         Command::Verify(args) => crate::verify_cmd::run(args),
+        Command::Attest(args) => crate::attest_cmd::run(args),
+        Command::Keygen(args) => crate::attest_cmd::keygen(args),
     }
 }
 

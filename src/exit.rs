@@ -44,7 +44,10 @@ pub fn code_for(err: &anyhow::Error) -> ExitCode {
         if let Some(e) = cause.downcast_ref::<vouch_verify::VerifyError>() {
             return ExitCode::from(verify_code(e.kind));
         }
-        if cause.downcast_ref::<crate::verify_cmd::UsageError>().is_some() {
+        if cause
+            .downcast_ref::<crate::verify_cmd::UsageError>()
+            .is_some()
+        {
             return ExitCode::from(2);
         }
         if let Some(e) = cause.downcast_ref::<WheelError>() {

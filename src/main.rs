@@ -1,6 +1,7 @@
 //! The `vouch` command line. Thin: it parses arguments, calls the library crates, prints, and
 //! maps error kinds to the exit codes documented in the README.
 
+mod attest_cmd;
 mod cli;
 mod demo;
 mod exit;

@@ -6,7 +6,9 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 use clap::Args;
 use vouch_core::Sha256Digest;
-use vouch_verify::{Policy, TrustRootSource, Verified, Verifier, VerifyError, parse_evidence, verify_with_key};
+use vouch_verify::{
+    Policy, TrustRootSource, Verified, Verifier, VerifyError, parse_evidence, verify_with_key,
+};
 
 use crate::cli::Common;
 use crate::output;
@@ -74,7 +76,13 @@ impl PolicyArgs {
     }
 
     pub fn policy(&self) -> anyhow::Result<Policy> {
-        if self.key.is_none() && self.repo.is_none() && !self.signer_workflow.as_deref().is_some_and(|w| !w.starts_with(".github/")) {
+        if self.key.is_none()
+            && self.repo.is_none()
+            && !self
+                .signer_workflow
+                .as_deref()
+                .is_some_and(|w| !w.starts_with(".github/"))
+        {
             anyhow::bail!(UsageError(
                 "keyless verification needs an identity: give --repo OWNER/NAME (or --signer-workflow OWNER/REPO/PATH)".into()
             ));
@@ -152,22 +160,38 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
         (None, Some(d)) => d,
         (None, None) => unreachable!("clap requires one"),
     };
-    let evidence_path = args.bundle.as_ref().or(args.attestation.as_ref()).or(args.provenance.as_ref()).expect("clap requires one");
-    let text = std::fs::read_to_string(evidence_path).with_context(|| format!("reading {evidence_path:?}"))?;
+    let evidence_path = args
+        .bundle
+        .as_ref()
+        .or(args.attestation.as_ref())
+        .or(args.provenance.as_ref())
+        .expect("clap requires one");
+    let text = std::fs::read_to_string(evidence_path)
+        .with_context(|| format!("reading {evidence_path:?}"))?;
     let result = (|| -> Result<Vec<Verified>, VerifyError> {
         let evidence = parse_evidence(&text, &evidence_path.display().to_string())?;
         if let Some(key_path) = &args.policy.key {
             let pem = std::fs::read_to_string(key_path).map_err(|e| {
-                VerifyError::with_source(vouch_verify::ErrorKind::TrustRoot, format!("cannot read key {key_path:?}"), e)
+                VerifyError::with_source(
+                    vouch_verify::ErrorKind::TrustRoot,
+                    format!("cannot read key {key_path:?}"),
+                    e,
+                )
             })?;
             let root = match args.policy.trust_root() {
                 TrustRootSource::Production if args.policy.trust_root.is_none() => None,
                 other => Some(other.load()?),
             };
-            evidence.iter().map(|e| verify_with_key(&digest, e, &pem, &policy, root.as_ref())).collect()
+            evidence
+                .iter()
+                .map(|e| verify_with_key(&digest, e, &pem, &policy, root.as_ref()))
+                .collect()
         } else {
             let verifier = Verifier::new(args.policy.trust_root())?;
-            evidence.iter().map(|e| verifier.verify(&digest, e, &policy)).collect()
+            evidence
+                .iter()
+                .map(|e| verifier.verify(&digest, e, &policy))
+                .collect()
         }
     })();
     match result {
@@ -175,7 +199,10 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
             if args.common.json {
                 output::json(&serde_json::json!({ "verified": true, "results": all }));
             } else {
-                let what = args.file.as_ref().map_or_else(|| digest.to_string(), |f| format!("{} ({digest})", f.display()));
+                let what = args.file.as_ref().map_or_else(
+                    || digest.to_string(),
+                    |f| format!("{} ({digest})", f.display()),
+                );
                 for v in &all {
                     print_verified(&what, v);
                 }
@@ -184,9 +211,16 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
         }
         Err(e) => {
             if args.common.json {
-                output::json(&Failure { verified: false, kind: e.kind.as_str(), message: e.message.clone() });
+                output::json(&Failure {
+                    verified: false,
+                    kind: e.kind.as_str(),
+                    message: e.message.clone(),
+                });
             }
-            Err(anyhow::Error::new(e).context(format!("verification of {} failed", evidence_path.display())))
+            Err(anyhow::Error::new(e).context(format!(
+                "verification of {} failed",
+                evidence_path.display()
+            )))
         }
     }
 }
@@ -198,21 +232,44 @@ fn print_verified(what: &str, v: &Verified) {
         let opt = |o: &Option<String>| o.clone().unwrap_or_else(|| "-".into());
         output::data(format!("  signer:     {}", opt(&s.san)));
         output::data(format!("  issuer:     {}", opt(&s.issuer)));
-        output::data(format!("  repository: {}  ref: {}  commit: {}", opt(&s.repository), opt(&s.git_ref), opt(&s.sha)));
-        output::data(format!("  workflow:   {}  event: {}  runner: {}", opt(&s.build_workflow), opt(&s.event), opt(&s.runner)));
+        output::data(format!(
+            "  repository: {}  ref: {}  commit: {}",
+            opt(&s.repository),
+            opt(&s.git_ref),
+            opt(&s.sha)
+        ));
+        output::data(format!(
+            "  workflow:   {}  event: {}  runner: {}",
+            opt(&s.build_workflow),
+            opt(&s.event),
+            opt(&s.runner)
+        ));
         output::data(format!("  run:        {}", opt(&s.run)));
     } else {
-        output::data("  signer:     public key given with --key");
+        let opt = |o: &Option<String>| o.clone().unwrap_or_else(|| "-".into());
+        output::data("  signer:     the public key given with --key");
+        output::data(format!(
+            "  claimed:    repository {}  ref {}  commit {}  runner {}",
+            opt(&s.repository),
+            opt(&s.git_ref),
+            opt(&s.sha),
+            opt(&s.runner)
+        ));
     }
     output::data(format!("  predicate:  {}", v.statement.predicate_type));
     let c = &v.checks;
     let mark = |b: bool| if b { "ok" } else { "not checked" };
     output::data(format!(
-        "  checks:     certificate chain {}, SCT {}, transparency log {}, signature ok, statement ok, digest ok, identity policy {}",
+        "  checks:     certificate chain {}, SCT {}, transparency log {}, signature ok, statement ok, digest ok, identity policy {}{}",
         mark(c.certificate_chain),
         mark(c.sct),
         mark(c.transparency_log),
-        mark(c.identity_policy)
+        mark(c.identity_policy),
+        if v.signed_with == "certificate" {
+            ""
+        } else {
+            " (against the statement's own claims)"
+        }
     ));
     for n in &v.notes {
         output::data(format!("  note:       {n}"));

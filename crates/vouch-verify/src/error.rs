@@ -48,7 +48,11 @@ pub struct VerifyError {
 
 impl VerifyError {
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
-        VerifyError { kind, message: message.into(), source: None }
+        VerifyError {
+            kind,
+            message: message.into(),
+            source: None,
+        }
     }
 
     pub fn with_source(
@@ -56,13 +60,20 @@ impl VerifyError {
         message: impl Into<String>,
         source: impl std::error::Error + Send + Sync + 'static,
     ) -> Self {
-        VerifyError { kind, message: message.into(), source: Some(Box::new(source)) }
+        VerifyError {
+            kind,
+            message: message.into(),
+            source: Some(Box::new(source)),
+        }
     }
 
     /// A claim that differs: names it, with what was expected and what was found.
     pub fn mismatch(kind: ErrorKind, claim: &str, expected: &str, found: Option<&str>) -> Self {
         let found = found.map_or_else(|| "nothing (claim absent)".to_owned(), |f| format!("{f:?}"));
-        VerifyError::new(kind, format!("{claim}: expected {expected:?}, found {found}"))
+        VerifyError::new(
+            kind,
+            format!("{claim}: expected {expected:?}, found {found}"),
+        )
     }
 }
 
@@ -77,7 +88,9 @@ pub(crate) fn classify(err: sigstore_verify::Error) -> VerifyError {
         E::TransparencyLog(_) | E::Timestamp(_) => ErrorKind::TransparencyLog,
         E::InvalidTrustRoot(_) | E::TrustRoot(_) => ErrorKind::TrustRoot,
         E::InvalidBundle(msg) | E::UnsupportedBundle(msg)
-            if msg.contains("in-toto") || msg.contains("statement") || msg.contains("payload type") =>
+            if msg.contains("in-toto")
+                || msg.contains("statement")
+                || msg.contains("payload type") =>
         {
             ErrorKind::Statement
         }

@@ -25,14 +25,21 @@ pub struct Evidence {
 }
 
 fn bundle_error(what: &str, e: impl std::error::Error + Send + Sync + 'static) -> VerifyError {
-    VerifyError::with_source(ErrorKind::Bundle, format!("{what} is not a valid Sigstore bundle"), e)
+    VerifyError::with_source(
+        ErrorKind::Bundle,
+        format!("{what} is not a valid Sigstore bundle"),
+        e,
+    )
 }
 
 /// PEP 740 keeps the same material as a v0.3 bundle under other names.
 fn pep740_to_bundle(att: &Value) -> Result<Bundle, VerifyError> {
     let field = |ptr: &str| {
         att.pointer(ptr).cloned().ok_or_else(|| {
-            VerifyError::new(ErrorKind::Bundle, format!("PEP 740 attestation has no {ptr:?}"))
+            VerifyError::new(
+                ErrorKind::Bundle,
+                format!("PEP 740 attestation has no {ptr:?}"),
+            )
         })
     };
     if att["version"] != json!(1) {
@@ -61,11 +68,16 @@ fn pep740_to_bundle(att: &Value) -> Result<Bundle, VerifyError> {
 
 /// Parses evidence, detecting its form.
 pub fn parse_evidence(text: &str, origin: &str) -> Result<Vec<Evidence>, VerifyError> {
-    let value: Value = serde_json::from_str(text)
-        .map_err(|e| VerifyError::with_source(ErrorKind::Bundle, format!("{origin} is not JSON"), e))?;
+    let value: Value = serde_json::from_str(text).map_err(|e| {
+        VerifyError::with_source(ErrorKind::Bundle, format!("{origin} is not JSON"), e)
+    })?;
     if value.get("mediaType").is_some() {
         let bundle = Bundle::from_json(text).map_err(|e| bundle_error(origin, e))?;
-        return Ok(vec![Evidence { format: EvidenceFormat::SigstoreBundle, bundle, publisher: None }]);
+        return Ok(vec![Evidence {
+            format: EvidenceFormat::SigstoreBundle,
+            bundle,
+            publisher: None,
+        }]);
     }
     if value.get("envelope").is_some() && value.get("verification_material").is_some() {
         return Ok(vec![Evidence {
@@ -87,12 +99,17 @@ pub fn parse_evidence(text: &str, origin: &str) -> Result<Vec<Evidence>, VerifyE
             }
         }
         if out.is_empty() {
-            return Err(VerifyError::new(ErrorKind::Bundle, format!("{origin}: provenance object holds no attestations")));
+            return Err(VerifyError::new(
+                ErrorKind::Bundle,
+                format!("{origin}: provenance object holds no attestations"),
+            ));
         }
         return Ok(out);
     }
     Err(VerifyError::new(
         ErrorKind::Bundle,
-        format!("{origin} is neither a Sigstore bundle (mediaType), a PEP 740 attestation (envelope + verification_material) nor a PyPI provenance object (attestation_bundles)"),
+        format!(
+            "{origin} is neither a Sigstore bundle (mediaType), a PEP 740 attestation (envelope + verification_material) nor a PyPI provenance object (attestation_bundles)"
+        ),
     ))
 }

@@ -10,6 +10,9 @@ mod verify;
 
 pub use error::{ErrorKind, VerifyError};
 pub use evidence::{Evidence, EvidenceFormat, parse_evidence};
-pub use policy::{GITHUB_ISSUER, PREDICATE_PEP740, Policy, SignerIdentity, StatementSummary, check_statement, run_id_of};
+pub use policy::{
+    GITHUB_ISSUER, PREDICATE_PEP740, Policy, SignerIdentity, StatementSummary, check_statement,
+    run_id_of,
+};
 pub use root::TrustRootSource;
 pub use verify::{Checks, Verified, Verifier, verify_with_key};

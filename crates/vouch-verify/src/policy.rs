@@ -89,9 +89,42 @@ impl SignerIdentity {
         }
     }
 
+    /// What a statement in GitHub's build type claims about its own origin. Used for
+    /// key-signed bundles, where no CA vouches for the identity.
+    pub fn from_statement(payload: &[u8]) -> Option<Self> {
+        let st: Value = serde_json::from_slice(payload).ok()?;
+        let bd = st.pointer("/predicate/buildDefinition")?;
+        let s = |v: &Value| v.as_str().map(str::to_owned);
+        let repository = s(&bd["externalParameters"]["workflow"]["repository"]);
+        let git_ref = s(&bd["externalParameters"]["workflow"]["ref"]);
+        let workflow = match (
+            &repository,
+            s(&bd["externalParameters"]["workflow"]["path"]),
+            &git_ref,
+        ) {
+            (Some(repo), Some(path), Some(r)) => Some(format!("{repo}/{path}@{r}")),
+            _ => None,
+        };
+        Some(SignerIdentity {
+            issuer: None,
+            san: None,
+            repository,
+            git_ref,
+            sha: s(&bd["resolvedDependencies"][0]["digest"]["gitCommit"]),
+            signer_workflow: workflow.clone(),
+            build_workflow: workflow,
+            event: s(&bd["internalParameters"]["github"]["event_name"]),
+            run: s(&st["predicate"]["runDetails"]["metadata"]["invocationId"]),
+            runner: s(&bd["internalParameters"]["github"]["runner_environment"]),
+        })
+    }
+
     /// `owner/name` from the repository URI.
     pub fn repository_slug(&self, server: &str) -> Option<&str> {
-        self.repository.as_deref()?.strip_prefix(server)?.strip_prefix('/')
+        self.repository
+            .as_deref()?
+            .strip_prefix(server)?
+            .strip_prefix('/')
     }
 }
 
@@ -110,7 +143,10 @@ impl Policy {
         };
         let full = if path.starts_with(".github/") {
             let repo = self.repository.as_deref().ok_or_else(|| {
-                VerifyError::new(ErrorKind::Policy, format!("workflow {spec:?} is a path; give --repo too, or OWNER/REPO/{spec}"))
+                VerifyError::new(
+                    ErrorKind::Policy,
+                    format!("workflow {spec:?} is a path; give --repo too, or OWNER/REPO/{spec}"),
+                )
             })?;
             format!("{}/{repo}/{path}", self.server_url)
         } else {
@@ -122,40 +158,107 @@ impl Policy {
         })
     }
 
-    fn check_workflow(&self, claim: &str, spec: Option<&str>, found: Option<&str>) -> Result<(), VerifyError> {
+    fn check_workflow(
+        &self,
+        claim: &str,
+        spec: Option<&str>,
+        found: Option<&str>,
+    ) -> Result<(), VerifyError> {
         let Some(spec) = spec else { return Ok(()) };
         let expected = self.workflow_uri(spec)?;
         let ok = found.is_some_and(|f| {
-            if expected.contains('@') { f == expected } else { f.split_once('@').map_or(f, |(p, _)| p) == expected }
+            if expected.contains('@') {
+                f == expected
+            } else {
+                f.split_once('@').map_or(f, |(p, _)| p) == expected
+            }
         });
-        if ok { Ok(()) } else { Err(VerifyError::mismatch(ErrorKind::Policy, claim, &expected, found)) }
+        if ok {
+            Ok(())
+        } else {
+            Err(VerifyError::mismatch(
+                ErrorKind::Policy,
+                claim,
+                &expected,
+                found,
+            ))
+        }
     }
 
     /// Checks the certificate's identity against this policy.
     pub fn check_certificate(&self, id: &SignerIdentity) -> Result<(), VerifyError> {
-        let eq = |claim: &str, expected: Option<&str>, found: Option<&str>| -> Result<(), VerifyError> {
-            match expected {
-                Some(e) if found != Some(e) => Err(VerifyError::mismatch(ErrorKind::Policy, claim, e, found)),
-                _ => Ok(()),
-            }
-        };
-        eq("issuer (OID 1.3.6.1.4.1.57264.1.8)", Some(&self.issuer), id.issuer.as_deref())?;
-        let repo_uri = self.repository.as_ref().map(|r| format!("{}/{r}", self.server_url));
-        eq("source repository (OID .1.12)", repo_uri.as_deref(), id.repository.as_deref())?;
-        self.check_workflow("build signer workflow (OID .1.9)", self.signer_workflow.as_deref(), id.signer_workflow.as_deref())?;
-        self.check_workflow("build config workflow (OID .1.18)", self.build_workflow.as_deref(), id.build_workflow.as_deref())?;
-        if let Some(pattern) = &self.git_ref
-            && !id.git_ref.as_deref().is_some_and(|r| pattern_matches(pattern, r))
-        {
-            return Err(VerifyError::mismatch(ErrorKind::Policy, "source ref (OID .1.14)", pattern, id.git_ref.as_deref()));
+        let eq =
+            |claim: &str, expected: Option<&str>, found: Option<&str>| -> Result<(), VerifyError> {
+                match expected {
+                    Some(e) if found != Some(e) => {
+                        Err(VerifyError::mismatch(ErrorKind::Policy, claim, e, found))
+                    }
+                    _ => Ok(()),
+                }
+            };
+        if id.san.is_some() {
+            eq(
+                "issuer (OID 1.3.6.1.4.1.57264.1.8)",
+                Some(&self.issuer),
+                id.issuer.as_deref(),
+            )?;
         }
-        eq("source commit (OID .1.13)", self.sha.as_deref(), id.sha.as_deref())?;
-        eq("build trigger (OID .1.20)", self.event.as_deref(), id.event.as_deref())?;
-        eq("runner environment (OID .1.11)", self.runner.as_deref(), id.runner.as_deref())?;
+        let repo_uri = self
+            .repository
+            .as_ref()
+            .map(|r| format!("{}/{r}", self.server_url));
+        eq(
+            "source repository (OID .1.12)",
+            repo_uri.as_deref(),
+            id.repository.as_deref(),
+        )?;
+        self.check_workflow(
+            "build signer workflow (OID .1.9)",
+            self.signer_workflow.as_deref(),
+            id.signer_workflow.as_deref(),
+        )?;
+        self.check_workflow(
+            "build config workflow (OID .1.18)",
+            self.build_workflow.as_deref(),
+            id.build_workflow.as_deref(),
+        )?;
+        if let Some(pattern) = &self.git_ref
+            && !id
+                .git_ref
+                .as_deref()
+                .is_some_and(|r| pattern_matches(pattern, r))
+        {
+            return Err(VerifyError::mismatch(
+                ErrorKind::Policy,
+                "source ref (OID .1.14)",
+                pattern,
+                id.git_ref.as_deref(),
+            ));
+        }
+        eq(
+            "source commit (OID .1.13)",
+            self.sha.as_deref(),
+            id.sha.as_deref(),
+        )?;
+        eq(
+            "build trigger (OID .1.20)",
+            self.event.as_deref(),
+            id.event.as_deref(),
+        )?;
+        eq(
+            "runner environment (OID .1.11)",
+            self.runner.as_deref(),
+            id.runner.as_deref(),
+        )?;
         if let Some(run) = &self.run_id {
             let found = id.run.as_deref().and_then(run_id_of);
             if found != Some(run.as_str()) {
-                return Err(VerifyError::mismatch(ErrorKind::Policy, "run (OID .1.21)", run, id.run.as_deref()));
+                return Err(VerifyError::mismatch(
+                    ErrorKind::Policy,
+                    "run (OID .1.21)",
+                    run,
+                    id.run.as_deref(),
+                ));
             }
         }
         Ok(())
@@ -184,80 +287,172 @@ pub fn check_statement(
     policy: &Policy,
     id: Option<&SignerIdentity>,
 ) -> Result<StatementSummary, VerifyError> {
-    let st: Value = serde_json::from_slice(payload)
-        .map_err(|e| VerifyError::with_source(ErrorKind::Statement, "the DSSE payload is not a JSON statement", e))?;
+    let st: Value = serde_json::from_slice(payload).map_err(|e| {
+        VerifyError::with_source(
+            ErrorKind::Statement,
+            "the DSSE payload is not a JSON statement",
+            e,
+        )
+    })?;
     let str_at = |ptr: &str| st.pointer(ptr).and_then(Value::as_str);
     let stmt = |claim: &str, expected: &str, found: Option<&str>| -> Result<(), VerifyError> {
-        if found == Some(expected) { Ok(()) } else { Err(VerifyError::mismatch(ErrorKind::Statement, claim, expected, found)) }
+        if found == Some(expected) {
+            Ok(())
+        } else {
+            Err(VerifyError::mismatch(
+                ErrorKind::Statement,
+                claim,
+                expected,
+                found,
+            ))
+        }
     };
-    stmt("statement _type", vouch_attest::STATEMENT_TYPE, str_at("/_type"))?;
-    stmt("predicateType", &policy.predicate_type, str_at("/predicateType"))?;
+    stmt(
+        "statement _type",
+        vouch_attest::STATEMENT_TYPE,
+        str_at("/_type"),
+    )?;
+    stmt(
+        "predicateType",
+        &policy.predicate_type,
+        str_at("/predicateType"),
+    )?;
     let subjects = st["subject"].as_array().cloned().unwrap_or_default();
     if subjects.is_empty() {
-        return Err(VerifyError::new(ErrorKind::Statement, "the statement has no subjects"));
+        return Err(VerifyError::new(
+            ErrorKind::Statement,
+            "the statement has no subjects",
+        ));
     }
     let names: Vec<String> = subjects
         .iter()
-        .map(|s| format!("{} sha256:{}", s["name"].as_str().unwrap_or("?"), s["digest"]["sha256"].as_str().unwrap_or("?")))
+        .map(|s| {
+            format!(
+                "{} sha256:{}",
+                s["name"].as_str().unwrap_or("?"),
+                s["digest"]["sha256"].as_str().unwrap_or("?")
+            )
+        })
         .collect();
-    if !subjects.iter().any(|s| s["digest"]["sha256"].as_str() == Some(digest_hex)) {
+    if !subjects
+        .iter()
+        .any(|s| s["digest"]["sha256"].as_str() == Some(digest_hex))
+    {
         return Err(VerifyError::new(
             ErrorKind::Digest,
-            format!("sha256:{digest_hex} is not among the statement's subjects ({})", names.join(", ")),
+            format!(
+                "sha256:{digest_hex} is not among the statement's subjects ({})",
+                names.join(", ")
+            ),
         ));
     }
 
     let p = &st["predicate"];
-    let github_build = str_at("/predicate/buildDefinition/buildType").is_some_and(|t| GITHUB_BUILD_TYPES.contains(&t));
+    let github_build = str_at("/predicate/buildDefinition/buildType")
+        .is_some_and(|t| GITHUB_BUILD_TYPES.contains(&t));
     if github_build && let Some(id) = id {
         // The statement is written by the build; the certificate by Fulcio from the OIDC
         // token. Where both speak, they must agree.
         let bd = &p["buildDefinition"];
-        let agree = |claim: &str, stated: Option<&str>, cert: Option<&str>| -> Result<(), VerifyError> {
-            match (stated, cert) {
-                (Some(s), Some(c)) if s != c => Err(VerifyError::new(
-                    ErrorKind::Statement,
-                    format!("statement claim {claim} = {s:?} disagrees with the certificate's {c:?}"),
-                )),
-                _ => Ok(()),
-            }
-        };
-        agree("externalParameters.workflow.repository", bd["externalParameters"]["workflow"]["repository"].as_str(), id.repository.as_deref())?;
-        agree("externalParameters.workflow.ref", bd["externalParameters"]["workflow"]["ref"].as_str(), id.git_ref.as_deref())?;
+        let agree =
+            |claim: &str, stated: Option<&str>, cert: Option<&str>| -> Result<(), VerifyError> {
+                match (stated, cert) {
+                    (Some(s), Some(c)) if s != c => Err(VerifyError::new(
+                        ErrorKind::Statement,
+                        format!(
+                            "statement claim {claim} = {s:?} disagrees with the certificate's {c:?}"
+                        ),
+                    )),
+                    _ => Ok(()),
+                }
+            };
+        agree(
+            "externalParameters.workflow.repository",
+            bd["externalParameters"]["workflow"]["repository"].as_str(),
+            id.repository.as_deref(),
+        )?;
+        agree(
+            "externalParameters.workflow.ref",
+            bd["externalParameters"]["workflow"]["ref"].as_str(),
+            id.git_ref.as_deref(),
+        )?;
         let build_path = id.build_workflow.as_deref().and_then(|u| {
             let repo = id.repository.as_deref()?;
             u.strip_prefix(repo)?.strip_prefix('/')?.split('@').next()
         });
-        agree("externalParameters.workflow.path", bd["externalParameters"]["workflow"]["path"].as_str(), build_path)?;
-        agree("internalParameters.github.event_name", bd["internalParameters"]["github"]["event_name"].as_str(), id.event.as_deref())?;
-        agree("internalParameters.github.runner_environment", bd["internalParameters"]["github"]["runner_environment"].as_str(), id.runner.as_deref())?;
-        agree("resolvedDependencies[0].digest.gitCommit", bd["resolvedDependencies"][0]["digest"]["gitCommit"].as_str(), id.sha.as_deref())?;
-        agree("runDetails.metadata.invocationId", p["runDetails"]["metadata"]["invocationId"].as_str(), id.run.as_deref())?;
+        agree(
+            "externalParameters.workflow.path",
+            bd["externalParameters"]["workflow"]["path"].as_str(),
+            build_path,
+        )?;
+        agree(
+            "internalParameters.github.event_name",
+            bd["internalParameters"]["github"]["event_name"].as_str(),
+            id.event.as_deref(),
+        )?;
+        agree(
+            "internalParameters.github.runner_environment",
+            bd["internalParameters"]["github"]["runner_environment"].as_str(),
+            id.runner.as_deref(),
+        )?;
+        agree(
+            "resolvedDependencies[0].digest.gitCommit",
+            bd["resolvedDependencies"][0]["digest"]["gitCommit"].as_str(),
+            id.sha.as_deref(),
+        )?;
+        agree(
+            "runDetails.metadata.invocationId",
+            p["runDetails"]["metadata"]["invocationId"].as_str(),
+            id.run.as_deref(),
+        )?;
         if let Some(merge) = bd["internalParameters"]["vouch"]["merge_sha"].as_str() {
-            agree("internalParameters.vouch.merge_sha", Some(merge), id.sha.as_deref())?;
+            agree(
+                "internalParameters.vouch.merge_sha",
+                Some(merge),
+                id.sha.as_deref(),
+            )?;
         }
-        if let (Some(pr), Some(r)) = (bd["internalParameters"]["vouch"]["pr_number"].as_u64(), id.git_ref.as_deref())
-            && let Some(rest) = r.strip_prefix("refs/pull/")
+        if let (Some(pr), Some(r)) = (
+            bd["internalParameters"]["vouch"]["pr_number"].as_u64(),
+            id.git_ref.as_deref(),
+        ) && let Some(rest) = r.strip_prefix("refs/pull/")
             && rest.split('/').next() != Some(pr.to_string().as_str())
         {
             return Err(VerifyError::new(
                 ErrorKind::Statement,
-                format!("statement claim internalParameters.vouch.pr_number = {pr} disagrees with the certificate's ref {r:?}"),
+                format!(
+                    "statement claim internalParameters.vouch.pr_number = {pr} disagrees with the certificate's ref {r:?}"
+                ),
             ));
         }
     }
 
-    let vouch = p.pointer("/buildDefinition/internalParameters/vouch").cloned();
+    let vouch = p
+        .pointer("/buildDefinition/internalParameters/vouch")
+        .cloned();
     if let Some(expected) = policy.pr {
-        let found = vouch.as_ref().and_then(|v| v["pr_number"].as_u64()).map(|n| n.to_string());
+        let found = vouch
+            .as_ref()
+            .and_then(|v| v["pr_number"].as_u64())
+            .map(|n| n.to_string());
         if found.as_deref() != Some(expected.to_string().as_str()) {
-            return Err(VerifyError::mismatch(ErrorKind::Policy, "statement PR number (internalParameters.vouch.pr_number)", &expected.to_string(), found.as_deref()));
+            return Err(VerifyError::mismatch(
+                ErrorKind::Policy,
+                "statement PR number (internalParameters.vouch.pr_number)",
+                &expected.to_string(),
+                found.as_deref(),
+            ));
         }
     }
     if let Some(expected) = &policy.cell {
         let found = vouch.as_ref().and_then(|v| v["cell"].as_str());
         if found != Some(expected.as_str()) {
-            return Err(VerifyError::mismatch(ErrorKind::Policy, "statement cell (internalParameters.vouch.cell)", expected, found));
+            return Err(VerifyError::mismatch(
+                ErrorKind::Policy,
+                "statement cell (internalParameters.vouch.cell)",
+                expected,
+                found,
+            ));
         }
     }
     Ok(StatementSummary {

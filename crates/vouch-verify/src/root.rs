@@ -29,7 +29,11 @@ impl TrustRootSource {
             TrustRootSource::File(p) => TrustedRoot::from_file(p),
         };
         loaded.map_err(|e| {
-            VerifyError::with_source(ErrorKind::TrustRoot, format!("cannot load trust root {}", self.describe()), e)
+            VerifyError::with_source(
+                ErrorKind::TrustRoot,
+                format!("cannot load trust root {}", self.describe()),
+                e,
+            )
         })
     }
 }

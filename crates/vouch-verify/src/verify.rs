@@ -1,6 +1,8 @@
 use serde::Serialize;
 use sigstore_trust_root::TrustedRoot;
-use sigstore_types::{Bundle, DerPublicKey, Sha256Hash, SignatureContent, VerificationMaterialContent};
+use sigstore_types::{
+    Bundle, DerPublicKey, Sha256Hash, SignatureContent, VerificationMaterialContent,
+};
 use sigstore_verify::{PublicKeyVerificationPolicy, VerificationPolicy};
 use vouch_core::Sha256Digest;
 
@@ -57,7 +59,11 @@ impl Verifier {
     pub fn new(source: TrustRootSource) -> Result<Self, VerifyError> {
         let root = source.load()?;
         let inner = sigstore_verify::Verifier::new(&root).map_err(classify)?;
-        Ok(Verifier { source, root, inner })
+        Ok(Verifier {
+            source,
+            root,
+            inner,
+        })
     }
 
     pub fn trust_root(&self) -> &TrustedRoot {
@@ -65,28 +71,53 @@ impl Verifier {
     }
 
     /// Full verification of a certificate-signed bundle for a file with `digest`.
-    pub fn verify(&self, digest: &Sha256Digest, evidence: &Evidence, policy: &Policy) -> Result<Verified, VerifyError> {
+    pub fn verify(
+        &self,
+        digest: &Sha256Digest,
+        evidence: &Evidence,
+        policy: &Policy,
+    ) -> Result<Verified, VerifyError> {
         let bundle = &evidence.bundle;
         let cert = bundle.signing_certificate().ok_or_else(|| {
-            VerifyError::new(ErrorKind::Bundle, "the bundle carries no certificate (it is key-signed); verify it with --key")
+            VerifyError::new(
+                ErrorKind::Bundle,
+                "the bundle carries no certificate (it is key-signed); verify it with --key",
+            )
         })?;
-        let info = sigstore_crypto::parse_certificate_info(cert)
-            .map_err(|e| VerifyError::with_source(ErrorKind::Certificate, "the signing certificate cannot be parsed", e))?;
+        let info = sigstore_crypto::parse_certificate_info(cert).map_err(|e| {
+            VerifyError::with_source(
+                ErrorKind::Certificate,
+                "the signing certificate cannot be parsed",
+                e,
+            )
+        })?;
         let identity = SignerIdentity::from_certificate(&info);
 
         // Identity is checked by us against every extension below; sigstore checks the issuer
         // and everything cryptographic. A root without CT logs (a private instance) cannot
         // check SCTs: that is reported, not hidden.
-        let mut sigstore_policy = VerificationPolicy::any_identity().require_issuer(policy.issuer.clone());
+        let mut sigstore_policy =
+            VerificationPolicy::any_identity().require_issuer(policy.issuer.clone());
         let sct_possible = !self.root.ctlogs.is_empty();
         let mut notes = Vec::new();
         if !sct_possible {
             sigstore_policy = sigstore_policy.skip_sct();
-            notes.push(format!("trust root {} has no CT logs: SCT not checked", self.source.describe()));
+            notes.push(format!(
+                "trust root {} has no CT logs: SCT not checked",
+                self.source.describe()
+            ));
         }
         let hash = Sha256Hash::new(*digest.as_bytes());
-        let result = self.inner.verify(hash, bundle, &sigstore_policy).map_err(classify)?;
-        let statement = check_statement(dsse_payload(bundle)?, &digest.hex(), policy, Some(&identity))?;
+        let result = self
+            .inner
+            .verify(hash, bundle, &sigstore_policy)
+            .map_err(classify)?;
+        let statement = check_statement(
+            dsse_payload(bundle)?,
+            &digest.hex(),
+            policy,
+            Some(&identity),
+        )?;
         policy.check_certificate(&identity)?;
         Ok(Verified {
             format: evidence.format,
@@ -119,35 +150,75 @@ pub fn verify_with_key(
     root: Option<&TrustedRoot>,
 ) -> Result<Verified, VerifyError> {
     let bundle = &evidence.bundle;
-    if !matches!(bundle.verification_material.content, VerificationMaterialContent::PublicKey(_)) {
-        return Err(VerifyError::new(ErrorKind::Bundle, "the bundle carries a certificate; verify it without --key (keyless)"));
+    if !matches!(
+        bundle.verification_material.content,
+        VerificationMaterialContent::PublicKey(_)
+    ) {
+        return Err(VerifyError::new(
+            ErrorKind::Bundle,
+            "the bundle carries a certificate; verify it without --key (keyless)",
+        ));
     }
-    let key = DerPublicKey::from_pem(key_pem)
-        .map_err(|e| VerifyError::with_source(ErrorKind::TrustRoot, "the --key file is not a PEM public key", e))?;
+    let key = DerPublicKey::from_pem(key_pem).map_err(|e| {
+        VerifyError::with_source(
+            ErrorKind::TrustRoot,
+            "the --key file is not a PEM public key",
+            e,
+        )
+    })?;
     let payload = dsse_payload(bundle)?;
-    let mut notes = vec!["key-signed: signer identity comes only from the statement, which the key holder wrote".to_owned()];
+    let mut notes = vec![
+        "key-signed: signer identity comes only from the statement, which the key holder wrote"
+            .to_owned(),
+    ];
     let tlog = !bundle.verification_material.tlog_entries.is_empty();
     if tlog {
-        let root = root.ok_or_else(|| VerifyError::new(ErrorKind::TrustRoot, "the bundle has log entries but no trust root was given"))?;
+        let root = root.ok_or_else(|| {
+            VerifyError::new(
+                ErrorKind::TrustRoot,
+                "the bundle has log entries but no trust root was given",
+            )
+        })?;
         let hash = Sha256Hash::new(*digest.as_bytes());
-        sigstore_verify::verify(hash, bundle, &PublicKeyVerificationPolicy::new(key), root).map_err(classify)?;
+        sigstore_verify::verify(hash, bundle, &PublicKeyVerificationPolicy::new(key), root)
+            .map_err(classify)?;
     } else {
-        let SignatureContent::DsseEnvelope(env) = &bundle.content else { unreachable!("dsse_payload checked") };
-        let vk = sigstore_crypto::VerificationKey::from_spki(&key)
-            .map_err(|e| VerifyError::with_source(ErrorKind::TrustRoot, "unsupported public key", e))?;
-        vk.verify(sigstore_types::pae(&env.payload_type, payload), &env.signature.sig)
-            .map_err(|e| VerifyError::with_source(ErrorKind::Signature, "DSSE signature does not verify with the given key", e))?;
+        let SignatureContent::DsseEnvelope(env) = &bundle.content else {
+            unreachable!("dsse_payload checked")
+        };
+        let vk = sigstore_crypto::VerificationKey::from_spki(&key).map_err(|e| {
+            VerifyError::with_source(ErrorKind::TrustRoot, "unsupported public key", e)
+        })?;
+        vk.verify(
+            sigstore_types::pae(&env.payload_type, payload),
+            &env.signature.sig,
+        )
+        .map_err(|e| {
+            VerifyError::with_source(
+                ErrorKind::Signature,
+                "DSSE signature does not verify with the given key",
+                e,
+            )
+        })?;
         if env.payload_type != "application/vnd.in-toto+json" {
-            return Err(VerifyError::mismatch(ErrorKind::Statement, "DSSE payloadType", "application/vnd.in-toto+json", Some(&env.payload_type)));
+            return Err(VerifyError::mismatch(
+                ErrorKind::Statement,
+                "DSSE payloadType",
+                "application/vnd.in-toto+json",
+                Some(&env.payload_type),
+            ));
         }
         notes.push("no transparency-log entry: the signing time is not proven".to_owned());
     }
     let statement = check_statement(payload, &digest.hex(), policy, None)?;
+    // No CA speaks for the signer: the policy is held against what the statement claims.
+    let claimed = SignerIdentity::from_statement(payload).unwrap_or_default();
+    policy.check_certificate(&claimed)?;
     Ok(Verified {
         format: evidence.format,
         sha256: *digest,
         signed_with: "public-key",
-        signer: SignerIdentity::default(),
+        signer: claimed,
         statement,
         checks: Checks {
             certificate_chain: false,
@@ -156,7 +227,7 @@ pub fn verify_with_key(
             signature: true,
             statement: true,
             digest: true,
-            identity_policy: false,
+            identity_policy: true,
         },
         integrated_time: None,
         notes,
