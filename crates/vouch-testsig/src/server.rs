@@ -267,11 +267,9 @@ async fn create_entry(AxState(state): AxState<Arc<State>>, Json(req): Json<Value
     let note = format!("{}\n{size}\n{}\n", state.origin, STANDARD.encode(root));
     let mut hinted = state.log_id[..4].to_vec();
     hinted.extend_from_slice(sign(note.as_bytes())?.as_bytes());
-    let checkpoint = format!(
-        "{note}\n\u{2014} {} {}\n",
-        state.origin,
-        STANDARD.encode(hinted)
-    );
+    // The signature line names the key (the log's host name), not the whole origin.
+    let key_name = state.origin.split(' ').next().unwrap_or_default();
+    let checkpoint = format!("{note}\n\u{2014} {key_name} {}\n", STANDARD.encode(hinted));
     let uuid = hex::encode(leaf_hash(body.as_bytes()));
     Ok(Json(json!({
         uuid: {

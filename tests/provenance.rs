@@ -1,0 +1,749 @@
+//! Issue 3: signing and verification. Real production bundles made by others, tampered one
+//! claim at a time; keyless round trips against the local Sigstore instance; key round trips.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+use common::*;
+use serde_json::Value;
+use vouch_testsig::{GithubClaims, LocalSigstore};
+
+fn fixture(name: &str) -> PathBuf {
+    repo_root().join("tests/fixtures/sigstore").join(name)
+}
+
+/// cli/cli's `attest-build-provenance` bundle for gh 2.50.0 windows arm64 (GitHub REST API
+/// description, attestation example).
+const CLI_BUNDLE: &str = "cli-gh-2.50.0-windows-arm64.sigstore.json";
+const CLI_DIGEST: &str = "sha256:8aad120b416386b4269ef62c8fdebcad31a70847297817a149daf927edc85548";
+const CLI_POLICY: &[&str] = &[
+    "--repo",
+    "cli/cli",
+    "--signer-workflow",
+    ".github/workflows/deployment.yml",
+    "--ref",
+    "refs/heads/trunk",
+];
+
+/// Verifies `bundle` (a path) for `digest` with the cli/cli policy plus `extra` flags.
+fn verify_cli(bundle: &Path, extra: &[&str]) -> Run {
+    run(vouch()
+        .args(["verify", "--digest", CLI_DIGEST, "--bundle"])
+        .arg(bundle)
+        .args(CLI_POLICY)
+        .args(extra)
+        .arg("--json"))
+}
+
+fn kind_of(r: &Run) -> String {
+    r.json()["kind"].as_str().unwrap_or_default().to_owned()
+}
+
+/// Writes a modified copy of a fixture bundle and returns its path.
+fn tampered(dir: &Path, name: &str, edit: impl FnOnce(&mut Value)) -> PathBuf {
+    let mut v: Value =
+        serde_json::from_str(&std::fs::read_to_string(fixture(name)).unwrap()).unwrap();
+    edit(&mut v);
+    let out = dir.join(format!("tampered-{name}"));
+    std::fs::write(&out, serde_json::to_string_pretty(&v).unwrap()).unwrap();
+    out
+}
+
+fn flip_b64(s: &str, at: usize) -> String {
+    let mut raw = STANDARD.decode(s).unwrap();
+    let i = at.min(raw.len() - 1);
+    raw[i] ^= 0x01;
+    STANDARD.encode(raw)
+}
+
+#[test]
+fn github_attest_build_provenance_bundle_verifies_offline() {
+    let r = verify_cli(
+        &fixture(CLI_BUNDLE),
+        &[
+            "--offline",
+            "--event",
+            "workflow_dispatch",
+            "--sha",
+            "faef2ddd81b0736748413a7c646cd0bfc26c00a0",
+            "--run-id",
+            "9289075752",
+        ],
+    );
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    let v = &r.json()["results"][0];
+    assert_eq!(v["checks"]["certificate_chain"], true);
+    assert_eq!(v["checks"]["sct"], true);
+    assert_eq!(v["checks"]["transparency_log"], true);
+    assert_eq!(
+        v["signer"]["run"],
+        "https://github.com/cli/cli/actions/runs/9289075752/attempts/1"
+    );
+    assert_eq!(v["integrated_time"], 1716998992);
+}
+
+#[test]
+fn pep740_attestation_from_pypi_verifies_offline() {
+    // pypi-attestations 0.0.19's sdist, as published on PyPI by its release workflow.
+    let r = run(vouch()
+        .args([
+            "verify",
+            "--digest",
+            "sha256:9bb1add04b1b4e182be6b0b80931593f7a291eb49d69b4fd728a5d4cbcdc4bd3",
+            "--attestation",
+        ])
+        .arg(fixture(
+            "pypi_attestations-0.0.19.tar.gz.publish.attestation",
+        ))
+        .args([
+            "--repo",
+            "trailofbits/pypi-attestations",
+            "--signer-workflow",
+            ".github/workflows/release.yml",
+            "--ref",
+            "refs/tags/v*",
+            "--predicate-type",
+            "pep740",
+            "--json",
+        ]));
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    assert_eq!(r.json()["results"][0]["format"], "pep740-attestation");
+    // The same attestation must not pass as SLSA provenance.
+    let r = run(vouch()
+        .args([
+            "verify",
+            "--digest",
+            "sha256:9bb1add04b1b4e182be6b0b80931593f7a291eb49d69b4fd728a5d4cbcdc4bd3",
+            "--attestation",
+        ])
+        .arg(fixture(
+            "pypi_attestations-0.0.19.tar.gz.publish.attestation",
+        ))
+        .args(["--repo", "trailofbits/pypi-attestations", "--json"]));
+    assert_eq!(
+        (r.code, kind_of(&r).as_str()),
+        (14, "statement"),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn pypi_provenance_object_verifies() {
+    let dir = tempdir();
+    let att: Value = serde_json::from_str(
+        &std::fs::read_to_string(fixture(
+            "pypi_attestations-0.0.19.tar.gz.publish.attestation",
+        ))
+        .unwrap(),
+    )
+    .unwrap();
+    let provenance = serde_json::json!({
+        "version": 1,
+        "attestation_bundles": [{
+            "publisher": {"kind": "GitHub", "repository": "trailofbits/pypi-attestations", "workflow": "release.yml", "environment": null},
+            "attestations": [att]
+        }]
+    });
+    let p = dir.path().join("provenance.json");
+    std::fs::write(&p, provenance.to_string()).unwrap();
+    let r = run(vouch()
+        .args([
+            "verify",
+            "--digest",
+            "sha256:9bb1add04b1b4e182be6b0b80931593f7a291eb49d69b4fd728a5d4cbcdc4bd3",
+            "--provenance",
+        ])
+        .arg(&p)
+        .args([
+            "--repo",
+            "trailofbits/pypi-attestations",
+            "--predicate-type",
+            "pep740",
+            "--json",
+        ]));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(r.json()["results"][0]["format"], "pypi-provenance");
+}
+
+#[test]
+fn conda_attestation_verifies_a_real_file() {
+    let r = run(vouch()
+        .arg("verify")
+        .arg(fixture("signed-package-2.1.0-hb0f4dca_0.conda"))
+        .arg("--bundle")
+        .arg(fixture("conda-attestation.sigstore.json"))
+        .args([
+            "--repo",
+            "prefix-dev/sigstore-example",
+            "--predicate-type",
+            "https://schemas.conda.org/attestations-publish-1.schema.json",
+        ]));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stdout.starts_with("verified: "), "{}", r.stdout);
+    assert!(!r.stdout.contains("not checked"), "{}", r.stdout);
+}
+
+#[test]
+fn rejects_changed_payload_byte() {
+    let dir = tempdir();
+    let b = tampered(dir.path(), CLI_BUNDLE, |v| {
+        let p = v["dsseEnvelope"]["payload"].as_str().unwrap().to_owned();
+        // Change one byte inside the statement JSON, keeping it valid JSON ("trunk" -> "trunl").
+        let mut raw = STANDARD.decode(p).unwrap();
+        let text = String::from_utf8(raw.clone()).unwrap();
+        let at = text.find("refs/heads/trunk").unwrap() + "refs/heads/trun".len();
+        raw[at] = b'l';
+        v["dsseEnvelope"]["payload"] = STANDARD.encode(raw).into();
+    });
+    let r = verify_cli(&b, &[]);
+    assert_eq!(
+        (r.code, kind_of(&r).as_str()),
+        (13, "signature"),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn rejects_changed_signature() {
+    let dir = tempdir();
+    let b = tampered(dir.path(), CLI_BUNDLE, |v| {
+        let s = v["dsseEnvelope"]["signatures"][0]["sig"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        v["dsseEnvelope"]["signatures"][0]["sig"] = flip_b64(&s, 40).into();
+    });
+    let r = verify_cli(&b, &[]);
+    assert_eq!(
+        (r.code, kind_of(&r).as_str()),
+        (13, "signature"),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn rejects_wrong_artifact() {
+    let r = run(vouch()
+        .args([
+            "verify",
+            "--digest",
+            &format!("sha256:{}", "ab".repeat(32)),
+            "--bundle",
+        ])
+        .arg(fixture(CLI_BUNDLE))
+        .args(CLI_POLICY)
+        .arg("--json"));
+    assert_eq!(
+        (r.code, kind_of(&r).as_str()),
+        (15, "digest"),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn rejects_corrupted_inclusion_proof() {
+    let dir = tempdir();
+    let b = tampered(dir.path(), CLI_BUNDLE, |v| {
+        let h = v["verificationMaterial"]["tlogEntries"][0]["inclusionProof"]["hashes"][0]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        v["verificationMaterial"]["tlogEntries"][0]["inclusionProof"]["hashes"][0] =
+            flip_b64(&h, 5).into();
+    });
+    let r = verify_cli(&b, &[]);
+    assert_eq!(
+        (r.code, kind_of(&r).as_str()),
+        (12, "transparency-log"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.stderr.contains("nclusion") || r.stderr.contains("root hash"),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn rejects_corrupted_set() {
+    let dir = tempdir();
+    let b = tampered(dir.path(), CLI_BUNDLE, |v| {
+        let s =
+            v["verificationMaterial"]["tlogEntries"][0]["inclusionPromise"]["signedEntryTimestamp"]
+                .as_str()
+                .unwrap()
+                .to_owned();
+        v["verificationMaterial"]["tlogEntries"][0]["inclusionPromise"]["signedEntryTimestamp"] =
+            flip_b64(&s, 20).into();
+    });
+    let r = verify_cli(&b, &[]);
+    assert_eq!(
+        (r.code, kind_of(&r).as_str()),
+        (12, "transparency-log"),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn rejects_changed_log_index() {
+    let dir = tempdir();
+    let b = tampered(dir.path(), CLI_BUNDLE, |v| {
+        let i: u64 = v["verificationMaterial"]["tlogEntries"][0]["logIndex"]
+            .as_str()
+            .unwrap()
+            .parse()
+            .unwrap();
+        v["verificationMaterial"]["tlogEntries"][0]["logIndex"] = (i + 1).to_string().into();
+    });
+    let r = verify_cli(&b, &[]);
+    assert_eq!(
+        (r.code, kind_of(&r).as_str()),
+        (12, "transparency-log"),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn rejects_changed_integrated_time() {
+    let dir = tempdir();
+    let b = tampered(dir.path(), CLI_BUNDLE, |v| {
+        let t: i64 = v["verificationMaterial"]["tlogEntries"][0]["integratedTime"]
+            .as_str()
+            .unwrap()
+            .parse()
+            .unwrap();
+        v["verificationMaterial"]["tlogEntries"][0]["integratedTime"] = (t - 60).to_string().into();
+    });
+    let r = verify_cli(&b, &[]);
+    assert_eq!(
+        (r.code, kind_of(&r).as_str()),
+        (12, "transparency-log"),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn rejects_wrong_repository() {
+    let r = run(vouch()
+        .args(["verify", "--digest", CLI_DIGEST, "--bundle"])
+        .arg(fixture(CLI_BUNDLE))
+        .args(["--repo", "cupy/cupy", "--json"]));
+    assert_eq!(
+        (r.code, kind_of(&r).as_str()),
+        (16, "policy"),
+        "{}",
+        r.stderr
+    );
+    insta::assert_snapshot!(r.json()["message"].as_str().unwrap(), @r#"source repository (OID .1.12): expected "https://github.com/cupy/cupy", found "https://github.com/cli/cli""#);
+}
+
+#[test]
+fn rejects_wrong_workflow() {
+    let r = verify_cli(
+        &fixture(CLI_BUNDLE),
+        &["--build-workflow", ".github/workflows/ci.yml"],
+    );
+    assert_eq!(
+        (r.code, kind_of(&r).as_str()),
+        (16, "policy"),
+        "{}",
+        r.stderr
+    );
+    insta::assert_snapshot!(r.json()["message"].as_str().unwrap(), @r#"build config workflow (OID .1.18): expected "https://github.com/cli/cli/.github/workflows/ci.yml", found "https://github.com/cli/cli/.github/workflows/deployment.yml@refs/heads/trunk""#);
+}
+
+#[test]
+fn rejects_wrong_ref() {
+    let r = run(vouch()
+        .args(["verify", "--digest", CLI_DIGEST, "--bundle"])
+        .arg(fixture(CLI_BUNDLE))
+        .args(["--repo", "cli/cli", "--ref", "refs/tags/v*", "--json"]));
+    assert_eq!(
+        (r.code, kind_of(&r).as_str()),
+        (16, "policy"),
+        "{}",
+        r.stderr
+    );
+    insta::assert_snapshot!(r.json()["message"].as_str().unwrap(), @r#"source ref (OID .1.14): expected "refs/tags/v*", found "refs/heads/trunk""#);
+}
+
+#[test]
+fn rejects_staging_root_for_production_bundle() {
+    let r = verify_cli(&fixture(CLI_BUNDLE), &["--staging"]);
+    assert_eq!(
+        (r.code, kind_of(&r).as_str()),
+        (12, "transparency-log"),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn rejects_malformed_bundle_and_unknown_format() {
+    let dir = tempdir();
+    let b = tampered(dir.path(), CLI_BUNDLE, |v| {
+        v["mediaType"] = "application/vnd.dev.sigstore.bundle.v0.9+json".into()
+    });
+    let r = verify_cli(&b, &[]);
+    assert_eq!(
+        (r.code, kind_of(&r).as_str()),
+        (10, "bundle"),
+        "{}",
+        r.stderr
+    );
+    let junk = dir.path().join("junk.json");
+    std::fs::write(&junk, "{\"hello\": 1}").unwrap();
+    let r = verify_cli(&junk, &[]);
+    assert_eq!(
+        (r.code, kind_of(&r).as_str()),
+        (10, "bundle"),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn keyless_verification_requires_an_identity() {
+    let r = run(vouch()
+        .args(["verify", "--digest", CLI_DIGEST, "--bundle"])
+        .arg(fixture(CLI_BUNDLE)));
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("needs an identity"), "{}", r.stderr);
+    assert!(!r.stdout.contains("verified"));
+}
+
+// ---------------------------------------------------------------- signing round trips
+
+struct Signed {
+    _dir: tempfile::TempDir,
+    wheel: PathBuf,
+    bundle: PathBuf,
+    root: PathBuf,
+}
+
+const SHA: &str = "0123456789abcdef0123456789abcdef01234567";
+
+/// Signs a small file keyless against the local instance, as a GitHub Actions `pull_request`
+/// run of `cupy/cupy` would, with the matching `GITHUB_*` environment.
+fn sign_keyless(sigstore: &LocalSigstore, claims: &GithubClaims, extra: &[&str]) -> (Signed, Run) {
+    let dir = tempdir();
+    let wheel = dir
+        .path()
+        .join("cupy_cuda13x-14.2.0-cp312-cp312-manylinux_2_28_x86_64.whl");
+    std::fs::write(&wheel, b"not really a wheel, but bytes to sign").unwrap();
+    let token = dir.path().join("token.jwt");
+    std::fs::write(&token, sigstore.mint_token(claims)).unwrap();
+    let event = dir.path().join("event.json");
+    std::fs::write(&event, r#"{"number": 7, "pull_request": {"number": 7, "head": {"sha": "1111111111111111111111111111111111111111"}}}"#).unwrap();
+    let bundle = dir.path().join("wheel.sigstore.json");
+    let root = dir.path().join("trusted_root.json");
+    std::fs::write(&root, sigstore.trusted_root().to_string()).unwrap();
+    let r = run(vouch()
+        .arg("attest")
+        .arg(&wheel)
+        .arg("--out")
+        .arg(&bundle)
+        .args([
+            "--signer",
+            "sigstore",
+            "--fulcio-url",
+            &sigstore.url,
+            "--rekor-url",
+            &sigstore.url,
+            "--oidc-token-file",
+        ])
+        .arg(&token)
+        .args(extra)
+        .env("GITHUB_ACTIONS", "true")
+        .env("GITHUB_REPOSITORY", &claims.repository)
+        .env("GITHUB_REPOSITORY_ID", &claims.repository_id)
+        .env("GITHUB_REPOSITORY_OWNER_ID", &claims.repository_owner_id)
+        .env("GITHUB_WORKFLOW_REF", &claims.workflow_ref)
+        .env("GITHUB_REF", &claims.git_ref)
+        .env("GITHUB_SHA", &claims.sha)
+        .env("GITHUB_EVENT_NAME", &claims.event_name)
+        .env("GITHUB_RUN_ID", &claims.run_id)
+        .env("GITHUB_RUN_ATTEMPT", &claims.run_attempt)
+        .env("RUNNER_ENVIRONMENT", &claims.runner_environment)
+        .env("GITHUB_EVENT_PATH", &event));
+    assert!(!token.exists(), "the token file is removed after reading");
+    (
+        Signed {
+            _dir: dir,
+            wheel,
+            bundle,
+            root,
+        },
+        r,
+    )
+}
+
+fn pr_claims() -> GithubClaims {
+    let mut c = GithubClaims::push("cupy/cupy", SHA);
+    c.event_name = "pull_request".into();
+    c.git_ref = "refs/pull/7/merge".into();
+    c.workflow_ref = "cupy/cupy/.github/workflows/ci.yml@refs/pull/7/merge".into();
+    c.job_workflow_ref = c.workflow_ref.clone();
+    c
+}
+
+fn verify_signed(s: &Signed, extra: &[&str]) -> Run {
+    run(vouch()
+        .arg("verify")
+        .arg(&s.wheel)
+        .arg("--bundle")
+        .arg(&s.bundle)
+        .arg("--trust-root")
+        .arg(&s.root)
+        .args(["--repo", "cupy/cupy", "--json"])
+        .args(extra))
+}
+
+#[test]
+fn keyless_round_trip_against_local_sigstore() {
+    let sigstore = LocalSigstore::start();
+    let claims = pr_claims();
+    let (signed, r) = sign_keyless(&sigstore, &claims, &["--cell", "cuda13x-py3.12-linux-64"]);
+    assert_eq!(r.code, 0, "attest failed: {}", r.stderr);
+    assert_eq!(
+        (sigstore.issued_certificates(), sigstore.log_size()),
+        (1, 1)
+    );
+
+    let r = verify_signed(
+        &signed,
+        &[
+            "--event",
+            "pull_request",
+            "--pr",
+            "7",
+            "--cell",
+            "cuda13x-py3.12-linux-64",
+            "--sha",
+            SHA,
+            "--run-id",
+            "6",
+            "--build-workflow",
+            ".github/workflows/ci.yml",
+        ],
+    );
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    let v = &r.json()["results"][0];
+    assert_eq!(v["checks"]["certificate_chain"], true);
+    assert_eq!(v["checks"]["transparency_log"], true);
+    assert_eq!(
+        v["checks"]["sct"], false,
+        "the local instance has no CT log"
+    );
+    assert!(v["notes"][0].as_str().unwrap().contains("SCT not checked"));
+    assert_eq!(
+        v["statement"]["vouch"]["pr_head_sha"],
+        "1111111111111111111111111111111111111111"
+    );
+
+    // Production root: the local CA and log are unknown there.
+    let r = run(vouch()
+        .arg("verify")
+        .arg(&signed.wheel)
+        .arg("--bundle")
+        .arg(&signed.bundle)
+        .args(["--repo", "cupy/cupy", "--json"]));
+    assert_ne!(r.code, 0);
+    // Policy: the statement says PR 7.
+    let r = verify_signed(&signed, &["--pr", "8"]);
+    assert_eq!(
+        (r.code, kind_of(&r).as_str()),
+        (16, "policy"),
+        "{}",
+        r.stderr
+    );
+    // Tampered wheel.
+    std::fs::write(&signed.wheel, b"not really a wheel, but other bytes").unwrap();
+    let r = verify_signed(&signed, &[]);
+    assert_eq!(
+        (r.code, kind_of(&r).as_str()),
+        (15, "digest"),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn keyless_tampered_bundle_is_rejected() {
+    let sigstore = LocalSigstore::start();
+    let (signed, r) = sign_keyless(&sigstore, &pr_claims(), &[]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let mut v: Value =
+        serde_json::from_str(&std::fs::read_to_string(&signed.bundle).unwrap()).unwrap();
+    let s = v["dsseEnvelope"]["signatures"][0]["sig"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    v["dsseEnvelope"]["signatures"][0]["sig"] = flip_b64(&s, 30).into();
+    std::fs::write(&signed.bundle, v.to_string()).unwrap();
+    let r = verify_signed(&signed, &[]);
+    assert_eq!(
+        (r.code, kind_of(&r).as_str()),
+        (13, "signature"),
+        "{}",
+        r.stderr
+    );
+}
+
+/// A statement whose claims disagree with the certificate: the build says run 5, Fulcio's
+/// certificate (from the token) says run 6.
+#[test]
+fn statement_claims_must_agree_with_certificate() {
+    let sigstore = LocalSigstore::start();
+    let mut claims = pr_claims();
+    claims.run_id = "6".into();
+    let dir = tempdir();
+    let (signed, r) = {
+        // Sign with an environment that lies about the run.
+        let token = dir.path().join("t.jwt");
+        std::fs::write(&token, sigstore.mint_token(&claims)).unwrap();
+        let wheel = dir.path().join("w.whl");
+        std::fs::write(&wheel, b"bytes").unwrap();
+        let bundle = dir.path().join("b.json");
+        let root = dir.path().join("root.json");
+        std::fs::write(&root, sigstore.trusted_root().to_string()).unwrap();
+        let r = run(vouch()
+            .arg("attest")
+            .arg(&wheel)
+            .arg("--out")
+            .arg(&bundle)
+            .args([
+                "--fulcio-url",
+                &sigstore.url,
+                "--rekor-url",
+                &sigstore.url,
+                "--oidc-token-file",
+            ])
+            .arg(&token)
+            .env("GITHUB_ACTIONS", "true")
+            .env("GITHUB_REPOSITORY", "cupy/cupy")
+            .env("GITHUB_WORKFLOW_REF", &claims.workflow_ref)
+            .env("GITHUB_REF", &claims.git_ref)
+            .env("GITHUB_SHA", SHA)
+            .env("GITHUB_EVENT_NAME", "pull_request")
+            .env("GITHUB_RUN_ID", "5")
+            .env("GITHUB_RUN_ATTEMPT", "1")
+            .env("RUNNER_ENVIRONMENT", "github-hosted"));
+        (
+            Signed {
+                _dir: tempdir(),
+                wheel,
+                bundle,
+                root,
+            },
+            r,
+        )
+    };
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let r = verify_signed(&signed, &[]);
+    assert_eq!(
+        (r.code, kind_of(&r).as_str()),
+        (14, "statement"),
+        "{}",
+        r.stderr
+    );
+    insta::assert_snapshot!(r.json()["message"].as_str().unwrap(), @r#"statement claim runDetails.metadata.invocationId = "https://github.com/cupy/cupy/actions/runs/5/attempts/1" disagrees with the certificate's "https://github.com/cupy/cupy/actions/runs/6/attempts/1""#);
+}
+
+#[test]
+fn local_fulcio_refuses_bad_tokens() {
+    let sigstore = LocalSigstore::start();
+    let mut expired = pr_claims();
+    expired.expires_in = -10;
+    let (_, r) = sign_keyless(&sigstore, &expired, &[]);
+    assert_ne!(r.code, 0);
+    assert!(r.stderr.contains("token expired"), "{}", r.stderr);
+    let mut wrong_aud = pr_claims();
+    wrong_aud.audience = "not-sigstore".into();
+    let (_, r) = sign_keyless(&sigstore, &wrong_aud, &[]);
+    assert!(r.stderr.contains("audience"), "{}", r.stderr);
+    assert_eq!(sigstore.issued_certificates(), 0);
+}
+
+#[test]
+fn key_round_trip_and_tamper() {
+    let dir = tempdir();
+    let key = dir.path().join("signing.pem");
+    let r = run(vouch().arg("keygen").arg("--out").arg(&key));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let file = dir.path().join("pkg-1.0-py3-none-any.whl");
+    std::fs::write(&file, b"wheel bytes").unwrap();
+    let bundle = dir.path().join("b.sigstore.json");
+    let r = run(vouch()
+        .arg("attest")
+        .arg(&file)
+        .arg("--out")
+        .arg(&bundle)
+        .arg("--signer")
+        .arg(format!("key:{}", key.display()))
+        .args(["--repo", "me/pkg", "--sha", SHA, "--runner", "self-hosted"])
+        .env_remove("GITHUB_ACTIONS"));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let pubkey = dir.path().join("signing.pem.pub");
+    let verify = |extra: &[&str]| {
+        run(vouch()
+            .arg("verify")
+            .arg(&file)
+            .arg("--bundle")
+            .arg(&bundle)
+            .arg("--key")
+            .arg(&pubkey)
+            .args(["--runner", "self-hosted", "--json"])
+            .args(extra))
+    };
+    let r = verify(&["--repo", "me/pkg"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(r.json()["results"][0]["signed_with"], "public-key");
+    assert!(
+        r.json()["results"][0]["notes"][0]
+            .as_str()
+            .unwrap()
+            .contains("identity comes only from the statement")
+    );
+
+    // Another key.
+    let other = dir.path().join("other.pem");
+    assert_eq!(run(vouch().arg("keygen").arg("--out").arg(&other)).code, 0);
+    let r = run(vouch()
+        .arg("verify")
+        .arg(&file)
+        .arg("--bundle")
+        .arg(&bundle)
+        .arg("--key")
+        .arg(dir.path().join("other.pem.pub"))
+        .args(["--runner", "self-hosted", "--json"]));
+    assert_eq!(
+        (r.code, kind_of(&r).as_str()),
+        (13, "signature"),
+        "{}",
+        r.stderr
+    );
+    // Tampered payload.
+    let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&bundle).unwrap()).unwrap();
+    let p = v["dsseEnvelope"]["payload"].as_str().unwrap().to_owned();
+    v["dsseEnvelope"]["payload"] = flip_b64(&p, 50).into();
+    std::fs::write(&bundle, v.to_string()).unwrap();
+    let r = verify(&[]);
+    assert_eq!(
+        (r.code, kind_of(&r).as_str()),
+        (13, "signature"),
+        "{}",
+        r.stderr
+    );
+}
