@@ -44,6 +44,58 @@ pub fn write_sample(dir: &Path) -> std::io::Result<()> {
 struct DemoReport {
     builds: Vec<vouch_build::BuildOutput>,
     identical: bool,
+    bundle: Option<std::path::PathBuf>,
+    verified: Option<vouch_verify::Verified>,
+}
+
+/// The sample's stand-in provenance: a local key, a local run context.
+const DEMO_REPO: &str = "vouch-build/vouch-sample";
+const DEMO_COMMIT: &str = "0000000000000000000000000000000000000000";
+
+/// Signs build 1's wheel with a fresh local key, then verifies build 2's wheel (built from
+/// another directory) against that provenance: reproducibility is what lets it pass.
+fn sign_and_cross_verify(
+    builds: &[vouch_build::BuildOutput],
+    out_root: &Path,
+) -> anyhow::Result<(std::path::PathBuf, vouch_verify::Verified)> {
+    let (private, public) = vouch_attest::generate_key()?;
+    let key = vouch_attest::load_key(&private, "demo key")?;
+    let ctx = vouch_attest::RunContext {
+        server_url: "https://github.com".into(),
+        repository: DEMO_REPO.into(),
+        workflow_path: "local".into(),
+        git_ref: "local".into(),
+        sha: DEMO_COMMIT.into(),
+        event_name: "local".into(),
+        runner_environment: Some("local".into()),
+        ..Default::default()
+    };
+    let wheel = &builds[0].wheel;
+    let name = wheel
+        .file_name()
+        .and_then(|n| n.to_str())
+        .context("wheel file name")?;
+    let statement = vouch_attest::statement_for(
+        &ctx,
+        vec![vouch_attest::Subject::sha256(name, &builds[0].sha256)],
+        &vouch_attest::VouchClaims::default(),
+    );
+    let bundle = vouch_attest::sign_with_key(&statement, &key)?;
+    let bundle_path = out_root.join(format!("{name}.sigstore.json"));
+    crate::attest_cmd::write_atomically(&bundle_path, bundle.to_json_pretty()?.as_bytes())?;
+    crate::attest_cmd::write_atomically(&out_root.join("demo-key.pub"), public.as_bytes())?;
+
+    let evidence =
+        vouch_verify::parse_evidence(&std::fs::read_to_string(&bundle_path)?, "the demo bundle")?;
+    let policy = vouch_verify::Policy {
+        repository: Some(DEMO_REPO.into()),
+        sha: Some(DEMO_COMMIT.into()),
+        runner: Some("local".into()),
+        ..Default::default()
+    };
+    let verified =
+        vouch_verify::verify_with_key(&builds[1].sha256, &evidence[0], &public, &policy, None)?;
+    Ok((bundle_path, verified))
 }
 
 pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
@@ -83,8 +135,19 @@ pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
         builds.push(built);
     }
     let identical = builds[0].sha256 == builds[1].sha256;
+    let (bundle, verified) = if identical {
+        let (b, v) = sign_and_cross_verify(&builds, &out_root)?;
+        (Some(b), Some(v))
+    } else {
+        (None, None)
+    };
     if args.common.json {
-        output::json(&DemoReport { builds, identical });
+        output::json(&DemoReport {
+            builds,
+            identical,
+            bundle,
+            verified,
+        });
     } else {
         for (i, b) in builds.iter().enumerate() {
             output::data(format!("build {}: {}", i + 1, b.sha256));
@@ -93,6 +156,12 @@ pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
             "identical: {}",
             if identical { "yes" } else { "no" }
         ));
+        if let Some(b) = &bundle {
+            output::data(format!("signed build 1 (local key): {}", b.display()));
+            output::data(
+                "verified build 2 against that provenance: signature ok, statement ok, digest ok",
+            );
+        }
     }
     if args.out.is_none() {
         output::note("(wheels were in a temporary directory; pass --out DIR to keep them)");

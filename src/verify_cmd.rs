@@ -78,7 +78,10 @@ impl PolicyArgs {
     pub fn policy(&self) -> anyhow::Result<Policy> {
         // A full OWNER/REPO/PATH signer workflow names the repository too.
         let names_repo = self.repo.is_some()
-            || self.signer_workflow.as_deref().is_some_and(|w| !w.starts_with(".github/"));
+            || self
+                .signer_workflow
+                .as_deref()
+                .is_some_and(|w| !w.starts_with(".github/"));
         if self.key.is_none() && !names_repo {
             anyhow::bail!(UsageError(
                 "keyless verification needs an identity: give --repo OWNER/NAME (or --signer-workflow OWNER/REPO/PATH)".into()

@@ -268,11 +268,41 @@ fn demo_builds_twice_and_reports_identical() {
     let r = run(vouch().arg("demo").arg("--out").arg(dir.path()));
     assert_eq!(r.code, 0, "{}", r.stderr);
     let lines: Vec<&str> = r.stdout.lines().collect();
-    assert_eq!(lines.len(), 3, "{}", r.stdout);
+    assert_eq!(lines.len(), 5, "{}", r.stdout);
     let d1 = lines[0].strip_prefix("build 1: ").unwrap();
     let d2 = lines[1].strip_prefix("build 2: ").unwrap();
     assert_eq!(d1, d2);
     assert_eq!(lines[2], "identical: yes");
+    assert!(
+        lines[3].starts_with("signed build 1 (local key): "),
+        "{}",
+        r.stdout
+    );
+    assert!(lines[4].starts_with("verified build 2"), "{}", r.stdout);
+    let bundle = std::path::PathBuf::from(lines[3].split(": ").nth(1).unwrap());
+    // The bundle verifies with the CLI too, and not for other bytes.
+    let w2 = std::fs::read_dir(dir.path().join("build-2"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let verify = |file: &Path| {
+        run(vouch()
+            .arg("verify")
+            .arg(file)
+            .arg("--bundle")
+            .arg(&bundle)
+            .arg("--key")
+            .arg(dir.path().join("demo-key.pub"))
+            .args(["--runner", "local", "--repo", "vouch-build/vouch-sample"]))
+    };
+    assert_eq!(verify(&w2).code, 0);
+    assert_eq!(
+        verify(&bundle).code,
+        15,
+        "a different file is not among the subjects"
+    );
     let w1 = std::fs::read_dir(dir.path().join("build-1"))
         .unwrap()
         .next()
