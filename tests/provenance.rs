@@ -413,6 +413,29 @@ fn rejects_malformed_bundle_and_unknown_format() {
     );
 }
 
+/// sigstore-conformance's beacon bundle: its certificate is real (the beacon workflow), but the
+/// SLSA statement inside claims another repository. The full OWNER/REPO/PATH@REF signer form
+/// needs no --repo, every cryptographic check passes, and the claim check still refuses it.
+#[test]
+fn real_bundle_whose_statement_disagrees_with_its_certificate() {
+    let verify = |workflow_ref: &str| {
+        run(vouch()
+            .args(["verify", "--digest", "sha256:a0cfc71271d6e278e57cd332ff957c3f7043fdda354c4cbb190a30d56efa01bf", "--bundle"])
+            .arg(fixture("gh-happy-path.sigstore.json"))
+            .arg("--signer-workflow")
+            .arg(format!("sigstore-conformance/extremely-dangerous-public-oidc-beacon/.github/workflows/extremely-dangerous-oidc-beacon.yml@{workflow_ref}"))
+            .arg("--json"))
+    };
+    let r = verify("refs/heads/main");
+    assert_eq!(
+        (r.code, kind_of(&r).as_str()),
+        (14, "statement"),
+        "{}",
+        r.stderr
+    );
+    insta::assert_snapshot!(r.json()["message"].as_str().unwrap(), @r#"statement claim externalParameters.workflow.repository = "https://github.com/loosebazooka/aa-test" disagrees with the certificate's "https://github.com/sigstore-conformance/extremely-dangerous-public-oidc-beacon""#);
+}
+
 #[test]
 fn keyless_verification_requires_an_identity() {
     let r = run(vouch()
@@ -437,19 +460,21 @@ const SHA: &str = "0123456789abcdef0123456789abcdef01234567";
 /// Signs a small file keyless against the local instance, as a GitHub Actions `pull_request`
 /// run of `cupy/cupy` would, with the matching `GITHUB_*` environment.
 fn sign_keyless(sigstore: &LocalSigstore, claims: &GithubClaims, extra: &[&str]) -> (Signed, Run) {
+    let jwt = sigstore.mint_token(claims);
     let dir = tempdir();
     let wheel = dir
         .path()
         .join("cupy_cuda13x-14.2.0-cp312-cp312-manylinux_2_28_x86_64.whl");
     std::fs::write(&wheel, b"not really a wheel, but bytes to sign").unwrap();
     let token = dir.path().join("token.jwt");
-    std::fs::write(&token, sigstore.mint_token(claims)).unwrap();
+    std::fs::write(&token, &jwt).unwrap();
     let event = dir.path().join("event.json");
     std::fs::write(&event, r#"{"number": 7, "pull_request": {"number": 7, "head": {"sha": "1111111111111111111111111111111111111111"}}}"#).unwrap();
     let bundle = dir.path().join("wheel.sigstore.json");
     let root = dir.path().join("trusted_root.json");
     std::fs::write(&root, sigstore.trusted_root().to_string()).unwrap();
     let r = run(vouch()
+        .arg("-vvv")
         .arg("attest")
         .arg(&wheel)
         .arg("--out")
@@ -478,6 +503,13 @@ fn sign_keyless(sigstore: &LocalSigstore, claims: &GithubClaims, extra: &[&str])
         .env("RUNNER_ENVIRONMENT", &claims.runner_environment)
         .env("GITHUB_EVENT_PATH", &event));
     assert!(!token.exists(), "the token file is removed after reading");
+    // The token is a bearer credential: never in output, even at trace level or on failure.
+    let signature_part = jwt.rsplit('.').next().unwrap();
+    assert!(
+        !r.stdout.contains(signature_part) && !r.stderr.contains(signature_part),
+        "token leaked:\n{}",
+        r.stderr
+    );
     (
         Signed {
             _dir: dir,
