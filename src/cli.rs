@@ -75,6 +75,10 @@ pub struct BuildEnvArgs {
     /// Where vouch keeps its build venvs [default: $XDG_CACHE_HOME/vouch or ~/.cache/vouch].
     #[arg(long, env = "VOUCH_CACHE_DIR", value_name = "DIR")]
     pub cache_dir: Option<PathBuf>,
+    /// Fixed directory the source is copied to and built in [default: <cache-dir>/work];
+    /// locked while a build runs.
+    #[arg(long, env = "VOUCH_WORK_DIR", value_name = "DIR")]
+    pub work_dir: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]
@@ -187,6 +191,8 @@ pub fn build_options(
         python: env.python.clone(),
         cache_dir: default_cache_dir(env.cache_dir.clone()),
         env: Vec::new(),
+        launcher: None,
+        work_dir: env.work_dir.clone(),
     }
 }
 

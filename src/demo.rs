@@ -123,9 +123,11 @@ pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
         last_start = Some(Instant::now());
         let out = out_root.join(format!("build-{}", i + 1));
         output::note(format!("build {}: {}", i + 1, source.display()));
-        let built =
-            vouch_build::build_wheel(&build_options(source, &out, Some(DEMO_EPOCH), &args.env))
-                .with_context(|| format!("building the sample from {source:?}"))?;
+        // Each build also compiles in its own directory, so a leaked build path would show.
+        let mut options = build_options(source, &out, Some(DEMO_EPOCH), &args.env);
+        options.work_dir = Some(source.with_file_name("work"));
+        let built = vouch_build::build_wheel(&options)
+            .with_context(|| format!("building the sample from {source:?}"))?;
         output::note(format!(
             "  {}  {}  ({:.1} s)",
             built.sha256,

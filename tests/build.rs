@@ -7,13 +7,20 @@ use std::process::Command;
 
 use common::*;
 
+/// Builds with the work directory next to the source, so two sources mean two build paths.
 fn build(source: &Path, out: &Path) -> serde_json::Value {
+    let work = source.with_file_name(format!(
+        "{}-work",
+        source.file_name().unwrap().to_string_lossy()
+    ));
     let r = run(vouch()
         .arg("build")
         .arg("--source")
         .arg(source)
         .arg("--out")
         .arg(out)
+        .arg("--work-dir")
+        .arg(work)
         .arg("--json"));
     assert_eq!(r.code, 0, "build failed:\n{}", r.stderr);
     r.json()

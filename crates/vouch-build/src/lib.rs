@@ -7,6 +7,7 @@ mod error;
 mod pyproject;
 mod source;
 mod venv;
+mod workdir;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -31,6 +32,12 @@ pub struct BuildOptions {
     /// Extra variables for the build (e.g. a profile's CUDA settings). They are recorded, so
     /// they must not be secrets.
     pub env: Vec<(String, String)>,
+    /// A compiler launcher (`ccache`, `sccache`) put in front of the C and C++ compilers.
+    pub launcher: Option<PathBuf>,
+    /// Where the source is copied and built [default: `<cache_dir>/work`]. The path is fixed
+    /// (and locked while a build runs) so compiler-cache keys, which see the paths in the
+    /// prefix-map flags, match from build to build.
+    pub work_dir: Option<PathBuf>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -126,6 +133,25 @@ fn append_flags(var: &str, extra: &str) -> String {
     }
 }
 
+/// The C and C++ compilers the build would use: `CC`/`CXX` from the environment, else the
+/// interpreter's configured ones (which may carry flags such as `-pthread`).
+fn compilers(python: &Path) -> Result<(String, String), BuildError> {
+    let mut cmd = scrubbed_command(python);
+    cmd.args(["-c", "import sysconfig as s; print(s.get_config_var('CC') or 'cc'); print(s.get_config_var('CXX') or 'c++')"]);
+    let out = run_logged(cmd, "reading the interpreter's compiler settings")?;
+    let mut lines = out.lines();
+    let cc = std::env::var("CC")
+        .ok()
+        .filter(|v| !v.trim().is_empty())
+        .unwrap_or_else(|| lines.next().unwrap_or("cc").to_owned());
+    let mut lines = out.lines().skip(1);
+    let cxx = std::env::var("CXX")
+        .ok()
+        .filter(|v| !v.trim().is_empty())
+        .unwrap_or_else(|| lines.next().unwrap_or("c++").to_owned());
+    Ok((cc, cxx))
+}
+
 /// Builds one wheel of the project at `options.source` and writes the normalized wheel to
 /// `options.out_dir`.
 pub fn build_wheel(options: &BuildOptions) -> Result<BuildOutput, BuildError> {
@@ -139,18 +165,16 @@ pub fn build_wheel(options: &BuildOptions) -> Result<BuildOutput, BuildError> {
     let python = Python::find(options.python.as_deref())?;
     let venv = Venv::ensure(&python, &build_system, &options.cache_dir)?;
 
-    let work = tempfile::Builder::new()
-        .prefix("vouch-build-")
-        .tempdir()
-        .map_err(|e| BuildError::Io {
-            path: std::env::temp_dir(),
-            source: e,
-        })?;
-    let tree = work.path().join("src");
-    let dist = work.path().join("dist");
+    let work_root = options
+        .work_dir
+        .clone()
+        .unwrap_or_else(|| options.cache_dir.join("work"));
+    let work = workdir::WorkDir::lock(&work_root)?;
+    let tree = work.root().join("src");
+    let dist = work.root().join("dist");
     source::copy_tree(&source, &tree)?;
 
-    let flags = prefix_map_flags(&[&tree, &source, work.path()]);
+    let flags = prefix_map_flags(&[&tree, work.root()]);
     let mut cmd = scrubbed_command(&venv.python);
     cmd.args(["-m", "build", "--wheel", "--no-isolation", "--outdir"])
         .arg(&dist)
@@ -161,6 +185,11 @@ pub fn build_wheel(options: &BuildOptions) -> Result<BuildOutput, BuildError> {
         .env("CFLAGS", append_flags("CFLAGS", &flags))
         .env("CXXFLAGS", append_flags("CXXFLAGS", &flags))
         .envs(options.env.iter().map(|(k, v)| (k, v)));
+    if let Some(launcher) = &options.launcher {
+        let (cc, cxx) = compilers(&venv.python)?;
+        cmd.env("CC", format!("{} {cc}", launcher.display()))
+            .env("CXX", format!("{} {cxx}", launcher.display()));
+    }
     run_logged(cmd, "the PEP 517 build")?;
 
     let wheels: Vec<PathBuf> = std::fs::read_dir(&dist)
