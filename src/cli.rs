@@ -47,6 +47,9 @@ pub enum Command {
     /// Verify a file (or digest) against a Sigstore bundle, PEP 740 attestation or PyPI
     /// provenance: certificate, transparency log, signature, statement, digest and identity.
     Verify(crate::verify_cmd::VerifyArgs),
+    /// The scoped compiler cache: gateway, environment, counters, credential check.
+    #[command(subcommand)]
+    Cache(crate::cache_cmd::CacheCommand),
     /// Render or parse CI artifact names (`<dist>-py<X.Y>-<plat>[-pr<N>]-<sha>`).
     #[command(subcommand)]
     Name(NameCommand),
@@ -82,6 +85,18 @@ pub struct BuildEnvArgs {
 }
 
 #[derive(Args, Debug)]
+pub struct CacheArgs {
+    /// Compile through this compiler cache, via a scoped gateway started for the build.
+    #[arg(long, value_name = "ccache|sccache", requires = "cache_store")]
+    pub cache: Option<vouch_cache::Tool>,
+    /// The cache's backing store: a directory or redis://[user[:password]@]host:port.
+    #[arg(long, value_name = "DIR|URL")]
+    pub cache_store: Option<String>,
+    #[command(flatten)]
+    pub scope: crate::cache_cmd::ScopeArgs,
+}
+
+#[derive(Args, Debug)]
 pub struct BuildArgs {
     /// The project directory (with pyproject.toml or setup.py).
     #[arg(long, value_name = "DIR")]
@@ -93,6 +108,8 @@ pub struct BuildArgs {
     pub epoch: EpochArgs,
     #[command(flatten)]
     pub env: BuildEnvArgs,
+    #[command(flatten)]
+    pub cache: CacheArgs,
     #[command(flatten)]
     pub common: Common,
 }
@@ -174,6 +191,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Name(cmd) => name(cmd),
         Command::Verify(args) => crate::verify_cmd::run(args),
         Command::Attest(args) => crate::attest_cmd::run(args),
+        Command::Cache(cmd) => crate::cache_cmd::run(cmd),
         Command::Keygen(args) => crate::attest_cmd::keygen(args),
     }
 }
@@ -196,22 +214,102 @@ pub fn build_options(
     }
 }
 
+#[derive(serde::Serialize)]
+struct CacheRecord {
+    tool: vouch_cache::Tool,
+    policy: vouch_cache::ScopePolicy,
+    gateway: vouch_cache::GatewayStats,
+    compiler_cache: Option<vouch_cache::ToolStats>,
+}
+
+#[derive(serde::Serialize)]
+struct BuildRecord {
+    #[serde(flatten)]
+    build: vouch_build::BuildOutput,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cache: Option<CacheRecord>,
+}
+
 fn build(args: BuildArgs) -> anyhow::Result<ExitCode> {
-    let options = build_options(
+    let mut options = build_options(
         &args.source,
         &args.out,
         args.epoch.source_date_epoch,
         &args.env,
     );
     output::note(format!("building {}", args.source.display()));
+    let cache = match (args.cache.cache, &args.cache.cache_store) {
+        (Some(tool), Some(store)) => {
+            let policy = args
+                .cache
+                .scope
+                .policy()
+                .context("deciding the cache scope")?;
+            output::note(format!(
+                "cache: {} via {} ({})",
+                tool.name(),
+                store_display(store),
+                policy.reason
+            ));
+            let gateway = vouch_cache::RunningGateway::start(
+                store,
+                policy.clone(),
+                "127.0.0.1:0".parse().expect("address"),
+            )?;
+            let session = vouch_cache::ToolSession::start(tool, &gateway.url)?;
+            options.env.extend(session.env.iter().cloned());
+            options.launcher = Some(session.binary.clone());
+            Some((tool, policy, gateway, session))
+        }
+        _ => None,
+    };
     let built = vouch_build::build_wheel(&options)
         .with_context(|| format!("building a wheel from {:?}", args.source))?;
+    let cache = match cache {
+        Some((tool, policy, gateway, session)) => {
+            let compiler_cache = session
+                .stats()
+                .map_err(|e| tracing::warn!(error = %e, "no compiler-cache stats"))
+                .ok();
+            session.finish()?;
+            let gateway = gateway.stats();
+            output::note(format!(
+                "cache: {} hits, {} misses, {} writes to {}, {} refused",
+                gateway.hits,
+                gateway.misses,
+                gateway.writes,
+                gateway.write_scope.as_deref().unwrap_or("-"),
+                gateway.refused_writes
+            ));
+            Some(CacheRecord {
+                tool,
+                policy,
+                gateway,
+                compiler_cache,
+            })
+        }
+        None => None,
+    };
     if args.common.json {
-        output::json(&built);
+        output::json(&BuildRecord {
+            build: built,
+            cache,
+        });
     } else {
         output::data(format!("{}  {}", built.sha256, built.wheel.display()));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// A store spec without any password.
+fn store_display(spec: &str) -> String {
+    match spec.split_once("://").and_then(|(scheme, rest)| {
+        rest.rsplit_once('@')
+            .map(|(_, host)| format!("{scheme}://{host}"))
+    }) {
+        Some(s) => s,
+        None => spec.to_owned(),
+    }
 }
 
 fn normalize(args: NormalizeArgs) -> anyhow::Result<ExitCode> {

@@ -1,0 +1,18 @@
+//! The scoped compiler cache. A pull-request build, even one a maintainer vouched for, reads
+//! the shared cache but writes only its own `pr/<N>` scope; a trusted build never reads a PR
+//! scope. The gateway enforces the policy for the compiler caches that talk to it; the backing
+//! store's credentials are the real fence (`check`).
+
+mod check;
+mod gateway;
+mod scope;
+mod store;
+mod tools;
+
+pub use check::{CheckReport, check_redis_fence};
+pub use gateway::{
+    DEFAULT_MAX_ENTRY, GatewayError, GatewayStats, LayerStats, RunningGateway, router,
+};
+pub use scope::{Scope, ScopeError, ScopePolicy, Trigger};
+pub use store::{AnyStore, CacheStore, DirStore, RedisStore, StoreError, check_key};
+pub use tools::{Tool, ToolError, ToolSession, ToolStats, tool_env};

@@ -1,0 +1,228 @@
+//! The compiler caches: the environment that points them at the gateway, and their own stats.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde::Serialize;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Tool {
+    Ccache,
+    Sccache,
+}
+
+impl Tool {
+    pub fn name(self) -> &'static str {
+        match self {
+            Tool::Ccache => "ccache",
+            Tool::Sccache => "sccache",
+        }
+    }
+}
+
+impl std::str::FromStr for Tool {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "ccache" => Ok(Tool::Ccache),
+            "sccache" => Ok(Tool::Sccache),
+            _ => Err(format!("{s:?}: expected ccache or sccache")),
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ToolError {
+    #[error("{0} is not on PATH")]
+    NotFound(&'static str),
+    #[error("running {what} failed")]
+    Spawn {
+        what: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{what} failed: {output}")]
+    Failed { what: String, output: String },
+}
+
+/// Variables that send `tool` to the gateway at `url`, with its local state in `local_dir`.
+/// The remote is the only cache: nothing is kept locally that another build could read.
+pub fn tool_env(
+    tool: Tool,
+    url: &str,
+    local_dir: &Path,
+    sccache_port: u16,
+) -> Vec<(String, String)> {
+    let dir = local_dir.display().to_string();
+    match tool {
+        Tool::Ccache => vec![
+            ("CCACHE_DIR".into(), dir),
+            ("CCACHE_REMOTE_STORAGE".into(), format!("{url}/ccache")),
+            ("CCACHE_REMOTE_ONLY".into(), "true".into()),
+        ],
+        Tool::Sccache => vec![
+            ("SCCACHE_DIR".into(), dir),
+            ("SCCACHE_WEBDAV_ENDPOINT".into(), format!("{url}/sccache")),
+            ("SCCACHE_SERVER_PORT".into(), sccache_port.to_string()),
+            ("SCCACHE_IDLE_TIMEOUT".into(), "0".into()),
+        ],
+    }
+}
+
+/// The compiler cache's own counters, as it reports them.
+#[derive(Clone, Debug, Serialize)]
+pub struct ToolStats {
+    pub tool: Tool,
+    pub hits: Option<u64>,
+    pub misses: Option<u64>,
+    pub raw: serde_json::Value,
+}
+
+/// One build's use of a compiler cache: for sccache, a private server on its own port, with
+/// exactly this environment, stopped at the end.
+pub struct ToolSession {
+    pub tool: Tool,
+    pub binary: PathBuf,
+    pub env: Vec<(String, String)>,
+    _local: tempfile::TempDir,
+    started: bool,
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .unwrap_or(4226)
+}
+
+impl ToolSession {
+    pub fn start(tool: Tool, gateway_url: &str) -> Result<ToolSession, ToolError> {
+        let binary = which::which(tool.name()).map_err(|_| ToolError::NotFound(tool.name()))?;
+        let local = tempfile::Builder::new()
+            .prefix(&format!("vouch-{}-", tool.name()))
+            .tempdir()
+            .map_err(|source| ToolError::Spawn {
+                what: "tempdir".into(),
+                source,
+            })?;
+        let env = tool_env(tool, gateway_url, local.path(), free_port());
+        let mut session = ToolSession {
+            tool,
+            binary,
+            env,
+            _local: local,
+            started: false,
+        };
+        if tool == Tool::Sccache {
+            session.run(&["--start-server"])?;
+            session.started = true;
+        }
+        Ok(session)
+    }
+
+    fn command(&self) -> Command {
+        let mut cmd = Command::new(&self.binary);
+        cmd.env_clear();
+        for k in ["PATH", "HOME", "TMPDIR"] {
+            if let Some(v) = std::env::var_os(k) {
+                cmd.env(k, v);
+            }
+        }
+        cmd.envs(self.env.iter().map(|(k, v)| (k, v)));
+        cmd
+    }
+
+    fn run(&self, args: &[&str]) -> Result<String, ToolError> {
+        let what = format!("{} {}", self.tool.name(), args.join(" "));
+        let out = self
+            .command()
+            .args(args)
+            .output()
+            .map_err(|source| ToolError::Spawn {
+                what: what.clone(),
+                source,
+            })?;
+        if !out.status.success() {
+            return Err(ToolError::Failed {
+                what,
+                output: String::from_utf8_lossy(&out.stderr).into_owned(),
+            });
+        }
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    }
+
+    /// Reads the tool's own stats.
+    pub fn stats(&self) -> Result<ToolStats, ToolError> {
+        match self.tool {
+            Tool::Sccache => {
+                let text = self.run(&["--show-stats", "--stats-format", "json"])?;
+                let raw: serde_json::Value =
+                    serde_json::from_str(&text).unwrap_or(serde_json::Value::String(text));
+                let count = |v: &serde_json::Value| -> Option<u64> {
+                    v.as_object().map(|m| {
+                        m.values()
+                            .filter_map(|x| x["num"].as_u64().or_else(|| x.as_u64()))
+                            .sum()
+                    })
+                };
+                let hits = count(&raw["stats"]["cache_hits"]["counts"]);
+                let misses = count(&raw["stats"]["cache_misses"]["counts"]);
+                Ok(ToolStats {
+                    tool: self.tool,
+                    hits,
+                    misses,
+                    raw,
+                })
+            }
+            Tool::Ccache => {
+                // `--print-stats`: one `name<TAB>value` per line.
+                let text = self.run(&["--print-stats"])?;
+                let map: serde_json::Map<String, serde_json::Value> = text
+                    .lines()
+                    .filter_map(|l| l.split_once('\t'))
+                    .map(|(k, v)| {
+                        (
+                            k.to_owned(),
+                            v.trim()
+                                .parse::<u64>()
+                                .map(Into::into)
+                                .unwrap_or_else(|_| v.trim().into()),
+                        )
+                    })
+                    .collect();
+                let get = |k: &str| map.get(k).and_then(|v| v.as_u64());
+                let hits = Some(
+                    get("remote_storage_hit")
+                        .or(get("direct_cache_hit")
+                            .map(|d| d + get("preprocessed_cache_hit").unwrap_or(0)))
+                        .unwrap_or(0),
+                );
+                let misses = get("cache_miss");
+                Ok(ToolStats {
+                    tool: self.tool,
+                    hits,
+                    misses,
+                    raw: map.into(),
+                })
+            }
+        }
+    }
+
+    /// Stops a private sccache server.
+    pub fn finish(mut self) -> Result<(), ToolError> {
+        if self.started {
+            self.started = false;
+            self.run(&["--stop-server"])?;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for ToolSession {
+    fn drop(&mut self) {
+        if self.started {
+            let _ = self.command().arg("--stop-server").output();
+        }
+    }
+}
