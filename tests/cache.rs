@@ -1,0 +1,463 @@
+//! Issue 5: the scoped compiler cache with real ccache, sccache, redis-server and gcc.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::*;
+use serde_json::Value;
+
+/// A `gcc` wrapper, the same file for every build (so ccache and sccache key it the same),
+/// that appends a "poison" section to every object it writes while `marker` exists: what a
+/// malicious PR's build could do to the objects it compiles.
+fn poison_wrapper(dir: &Path) -> (PathBuf, PathBuf) {
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let marker = dir.join("poison-on");
+    let script = format!(
+        r#"#!/bin/sh
+out=""
+prev=""
+for a in "$@"; do
+  [ "$prev" = "-o" ] && out="$a"
+  prev="$a"
+done
+/usr/bin/gcc "$@" || exit $?
+case "$out" in
+  *.o) if [ -f "{marker}" ]; then objcopy --add-section .vouch_poison="{marker}" "$out"; fi ;;
+esac
+"#,
+        marker = marker.display()
+    );
+    let gcc = bin.join("gcc");
+    std::fs::write(&gcc, script).unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&gcc, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    std::fs::write(&marker, "poisoned object\n").unwrap();
+    std::fs::remove_file(&marker).unwrap();
+    (gcc, marker)
+}
+
+struct Scenario {
+    dir: tempfile::TempDir,
+    gcc: PathBuf,
+    marker: PathBuf,
+    original: PathBuf,
+    work: PathBuf,
+}
+
+impl Scenario {
+    fn new() -> Scenario {
+        let dir = tempdir();
+        let (gcc, marker) = poison_wrapper(dir.path());
+        let original = dir.path().join("original");
+        copy_sample(&original);
+        let work = dir.path().join("work");
+        Scenario {
+            dir,
+            gcc,
+            marker,
+            original,
+            work,
+        }
+    }
+
+    /// `vouch build` with the wrapper compiler; `cache` = (tool, store, scope flags).
+    fn build(&self, source: &Path, out: &str, cache: Option<(&str, &str, &[&str])>) -> Value {
+        let mut cmd = vouch();
+        cmd.arg("build")
+            .arg("--source")
+            .arg(source)
+            .arg("--out")
+            .arg(self.dir.path().join(out))
+            .arg("--work-dir")
+            .arg(&self.work)
+            .args(["--source-date-epoch", "1700000000", "--json"])
+            .env("CC", &self.gcc);
+        if let Some((tool, store, scope)) = cache {
+            cmd.args(["--cache", tool, "--cache-store", store])
+                .args(scope);
+        }
+        let r = run(&mut cmd);
+        assert_eq!(r.code, 0, "build failed:\n{}", r.stderr);
+        r.json()
+    }
+
+    fn poison(&self, on: bool) {
+        if on {
+            std::fs::write(&self.marker, "poisoned object\n").unwrap();
+        } else {
+            let _ = std::fs::remove_file(&self.marker);
+        }
+    }
+}
+
+const TRUSTED: &[&str] = &["--event", "push", "--ref", "refs/heads/main"];
+const PR7: &[&str] = &[
+    "--event",
+    "pull_request",
+    "--ref",
+    "refs/pull/7/merge",
+    "--pr",
+    "7",
+    "--base-ref",
+    "main",
+];
+
+/// Keys the store holds, as `<scope>/<tool>/...` strings.
+fn store_keys(store: &str, redis: Option<&RedisServer>) -> Vec<String> {
+    match redis {
+        Some(r) => r
+            .cli(&["--raw", "KEYS", "*"])
+            .lines()
+            .filter(|l| !l.is_empty())
+            .map(str::to_owned)
+            .collect(),
+        None => {
+            let mut out = Vec::new();
+            let mut stack = vec![PathBuf::from(store)];
+            while let Some(d) = stack.pop() {
+                for e in std::fs::read_dir(&d).into_iter().flatten() {
+                    let p = e.unwrap().path();
+                    if p.is_dir() {
+                        stack.push(p);
+                    } else {
+                        out.push(p.strip_prefix(store).unwrap().display().to_string());
+                    }
+                }
+            }
+            out
+        }
+    }
+}
+
+/// The poisoning scenario. A PR build compiles the sample with the poisoning compiler on an
+/// empty store (so it writes entries under exactly the keys a clean build would look up), then
+/// a trusted build runs. Returns (clean reference digest, trusted digest, PR cache record,
+/// store keys after the PR build).
+fn poisoning(
+    tool: &str,
+    redis: Option<&RedisServer>,
+    pr_scope: &[&str],
+) -> (Value, Value, Value, Vec<String>) {
+    let s = Scenario::new();
+    let reference = s.build(&s.original, "ref", None);
+    let store = match redis {
+        Some(r) => r.url(),
+        None => s.dir.path().join("store").display().to_string(),
+    };
+    s.poison(true);
+    let pr = s.build(&s.original, "pr", Some((tool, &store, pr_scope)));
+    s.poison(false);
+    assert_ne!(
+        pr["sha256"], reference["sha256"],
+        "the wrapper really poisons objects"
+    );
+    let keys = store_keys(&store, redis);
+    let trusted = s.build(&s.original, "trusted", Some((tool, &store, TRUSTED)));
+    (
+        reference["sha256"].clone(),
+        trusted["sha256"].clone(),
+        pr["cache"].clone(),
+        keys,
+    )
+}
+
+fn assert_not_poisoned(tool: &str, redis: Option<&RedisServer>) {
+    let (reference, trusted, pr, keys) = poisoning(tool, redis, PR7);
+    assert_eq!(
+        trusted, reference,
+        "the trusted wheel must not contain the PR's objects"
+    );
+    assert_eq!(pr["gateway"]["write_scope"], "pr/7");
+    assert!(pr["gateway"]["writes"].as_u64().unwrap() > 0, "{pr}");
+    assert!(
+        !keys.is_empty() && keys.iter().all(|k| k.starts_with("pr/7/")),
+        "PR wrote outside pr/7: {keys:?}"
+    );
+}
+
+/// The same scenario with the scopes swapped the wrong way (the PR build given the trusted
+/// scope): the trusted wheel is poisoned, so the assertions above can fail.
+fn assert_swapped_scopes_poison(tool: &str, redis: Option<&RedisServer>) {
+    let (reference, trusted, pr, keys) = poisoning(tool, redis, TRUSTED);
+    assert_ne!(
+        trusted, reference,
+        "with the PR writing branch/main, the trusted build reads its objects"
+    );
+    assert_eq!(pr["gateway"]["write_scope"], "branch/main");
+    assert!(
+        keys.iter().any(|k| k.starts_with("branch/main/")),
+        "{keys:?}"
+    );
+}
+
+#[test]
+fn poisoning_ccache_directory_store() {
+    assert_not_poisoned("ccache", None);
+}
+
+#[test]
+fn poisoning_sccache_directory_store() {
+    assert_not_poisoned("sccache", None);
+}
+
+#[test]
+fn poisoning_ccache_redis_store() {
+    let redis = RedisServer::start();
+    assert_not_poisoned("ccache", Some(&redis));
+}
+
+#[test]
+fn poisoning_sccache_redis_store() {
+    let redis = RedisServer::start();
+    assert_not_poisoned("sccache", Some(&redis));
+}
+
+#[test]
+fn swapped_scopes_do_poison_ccache() {
+    assert_swapped_scopes_poison("ccache", None);
+}
+
+#[test]
+fn swapped_scopes_do_poison_sccache_redis() {
+    let redis = RedisServer::start();
+    assert_swapped_scopes_poison("sccache", Some(&redis));
+}
+
+fn compile_counts(record: &Value) -> (u64, u64) {
+    let c = &record["cache"]["compiler_cache"];
+    (
+        c["hits"].as_u64().unwrap(),
+        c["misses"].as_u64().unwrap_or(0),
+    )
+}
+
+/// Trusted build fills branch/main; a PR changing one C file hits for every other translation
+/// unit and writes only pr/7; a fresh trusted rebuild of the original hits 100% and is
+/// byte-identical.
+fn warm_and_pr_hit_rates(tool: &str) {
+    let s = Scenario::new();
+    let store = s.dir.path().join("store").display().to_string();
+    let first = s.build(&s.original, "t1", Some((tool, &store, TRUSTED)));
+    assert_eq!(
+        compile_counts(&first),
+        (0, 2),
+        "cold: both translation units miss"
+    );
+
+    let modified = s.dir.path().join("modified");
+    copy_sample(&modified);
+    let c = modified.join("csrc/checksum.c");
+    std::fs::write(
+        &c,
+        std::fs::read_to_string(&c)
+            .unwrap()
+            .replacen("65521u", "65519u", 1),
+    )
+    .unwrap();
+    s.poison(true);
+    let pr = s.build(&modified, "pr", Some((tool, &store, PR7)));
+    s.poison(false);
+    assert_eq!(
+        compile_counts(&pr),
+        (1, 1),
+        "_native.c hits branch/main, checksum.c misses"
+    );
+    let layers = &pr["cache"]["gateway"]["layers"];
+    assert_eq!(layers[0]["scope"], "pr/7");
+    assert_eq!(layers[1]["scope"], "branch/main");
+    assert!(layers[1]["hits"].as_u64().unwrap() >= 1, "{layers}");
+
+    let second = s.build(&s.original, "t2", Some((tool, &store, TRUSTED)));
+    assert_eq!(compile_counts(&second), (2, 0), "warm rebuild: 100% hits");
+    assert_eq!(second["sha256"], first["sha256"]);
+    assert_eq!(
+        second["cache"]["gateway"]["layers"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1,
+        "a trusted build reads only its own scope"
+    );
+    assert!(
+        store_keys(&store, None)
+            .iter()
+            .all(|k| !k.starts_with("pr/") || k.starts_with("pr/7/"))
+    );
+}
+
+#[test]
+fn warm_rebuild_and_pr_hit_rates_ccache() {
+    warm_and_pr_hit_rates("ccache");
+}
+
+#[test]
+fn warm_rebuild_and_pr_hit_rates_sccache() {
+    warm_and_pr_hit_rates("sccache");
+}
+
+#[test]
+fn cache_check_fails_closed_on_a_broad_credential() {
+    let redis = RedisServer::start();
+    // What an operator would set up: a PR credential that reads everything but writes pr/7 only,
+    // and a mistaken one that may also write the trusted branches.
+    assert_eq!(
+        redis
+            .cli(&[
+                "ACL",
+                "SETUSER",
+                "pr7",
+                "on",
+                ">pw-pr7",
+                "resetkeys",
+                "%R~*",
+                "%W~pr/7/*",
+                "-@all",
+                "+@connection",
+                "+get",
+                "+set",
+                "+exists",
+                "+del"
+            ])
+            .trim(),
+        "OK"
+    );
+    assert_eq!(
+        redis
+            .cli(&[
+                "ACL",
+                "SETUSER",
+                "broad",
+                "on",
+                ">pw-broad",
+                "resetkeys",
+                "%R~*",
+                "%W~pr/*",
+                "%W~branch/*",
+                "-@all",
+                "+@connection",
+                "+get",
+                "+set",
+                "+exists",
+                "+del"
+            ])
+            .trim(),
+        "OK"
+    );
+    let check = |user: &str, pw: &str| {
+        run(vouch()
+            .args([
+                "cache",
+                "check",
+                "--store",
+                &format!("redis://{user}:{pw}@127.0.0.1:{}", redis.port),
+            ])
+            .args(PR7)
+            .arg("--json"))
+    };
+    let good = check("pr7", "pw-pr7");
+    assert_eq!(good.code, 0, "{}\n{}", good.stdout, good.stderr);
+    assert_eq!(good.json()["fenced"], true);
+    let bad = check("broad", "pw-broad");
+    assert_eq!(bad.code, 20, "{}\n{}", bad.stdout, bad.stderr);
+    let probes = bad.json()["probes"].clone();
+    assert!(
+        probes
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|p| p["scope"] == "branch/main" && p["can_write"] == true),
+        "{probes}"
+    );
+    for out in [&good.stdout, &good.stderr, &bad.stdout, &bad.stderr] {
+        assert!(
+            !out.contains("pw-pr7") && !out.contains("pw-broad"),
+            "a password leaked: {out}"
+        );
+    }
+    assert_eq!(
+        redis.cli(&["KEYS", "*"]).trim(),
+        "",
+        "probes leave nothing behind"
+    );
+}
+
+#[test]
+fn gateway_refuses_writes_outside_policy_and_bad_requests() {
+    let dir = tempdir();
+    let store = dir.path().join("store");
+    let url_file = dir.path().join("url");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_vouch"))
+        .args(["cache", "serve", "--store"])
+        .arg(&store)
+        .args(["--event", "issue_comment", "--url-file"])
+        .arg(&url_file)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut url = String::new();
+    for _ in 0..100 {
+        if let Ok(u) = std::fs::read_to_string(&url_file) {
+            url = u;
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let statuses = rt.block_on(async {
+        let c = reqwest::Client::new();
+        let put = c
+            .put(format!("{url}/ccache/ab/cd"))
+            .body("x")
+            .send()
+            .await
+            .unwrap()
+            .status()
+            .as_u16();
+        let get = c
+            .get(format!("{url}/ccache/ab/cd"))
+            .send()
+            .await
+            .unwrap()
+            .status()
+            .as_u16();
+        let traversal = c
+            .get(format!("{url}/ccache/%2E%2E/%2E%2E/etc/passwd"))
+            .send()
+            .await
+            .unwrap()
+            .status()
+            .as_u16();
+        let delete = c
+            .delete(format!("{url}/ccache/ab/cd"))
+            .send()
+            .await
+            .unwrap()
+            .status()
+            .as_u16();
+        let stats: Value = c
+            .get(format!("{url}/_vouch/stats"))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        (put, get, traversal, delete, stats)
+    });
+    let _ = child.kill();
+    let _ = child.wait();
+    let (put, get, traversal, delete, stats) = statuses;
+    assert_eq!((put, get, traversal, delete), (403, 404, 404, 405));
+    assert_eq!(stats["refused_writes"], 1);
+    assert_eq!(stats["write_scope"], Value::Null);
+    assert!(!store.exists(), "nothing was written");
+}
