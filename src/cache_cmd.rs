@@ -14,6 +14,40 @@ use crate::output;
 /// Exit code when a credential can write a scope it must not.
 pub const FENCE_OPEN: u8 = 20;
 
+/// Puts the password from `file` into a `redis://[user@]host…` spec, so it never appears on a
+/// command line or in the environment. The file is read, not removed: a long-lived runner
+/// credential may be reused by later steps.
+pub fn store_with_password(spec: &str, file: Option<&std::path::Path>) -> anyhow::Result<String> {
+    let Some(file) = file else {
+        return Ok(spec.to_owned());
+    };
+    let password = std::fs::read_to_string(file)
+        .with_context(|| format!("reading the store password file {file:?}"))?;
+    let password: String = password
+        .trim_end_matches(['\n', '\r'])
+        .bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect();
+    let (scheme, rest) = spec
+        .split_once("://")
+        .filter(|(s, _)| s.starts_with("redis"))
+        .context("a password file only applies to redis:// stores")?;
+    let (user, host) = match rest.split_once('@') {
+        Some((u, _)) if u.contains(':') => anyhow::bail!(crate::verify_cmd::UsageError(
+            "the store URL already has a password; give it only in the file".into()
+        )),
+        Some((u, h)) => (u, h),
+        None => ("", rest),
+    };
+    Ok(format!("{scheme}://{user}:{password}@{host}"))
+}
+
 #[derive(Args, Debug, Clone)]
 pub struct ScopeArgs {
     /// Take the trigger from GitHub Actions (`GITHUB_EVENT_NAME`, `GITHUB_REF`,
@@ -91,9 +125,12 @@ impl ScopeArgs {
 pub enum CacheCommand {
     /// Run the scoped gateway on loopback until killed; prints its URL.
     Serve {
-        /// A directory, or redis://[user[:password]@]host:port.
+        /// A directory, or redis://[user@]host:port.
         #[arg(long, value_name = "DIR|URL")]
         store: String,
+        /// File holding the Redis password.
+        #[arg(long, value_name = "FILE")]
+        password_file: Option<PathBuf>,
         #[command(flatten)]
         scope: ScopeArgs,
         #[arg(long, default_value = "127.0.0.1:0")]
@@ -101,6 +138,9 @@ pub enum CacheCommand {
         /// Also write the URL to this file.
         #[arg(long, value_name = "FILE")]
         url_file: Option<PathBuf>,
+        /// Largest entry accepted (bytes); larger PUTs get 413.
+        #[arg(long, default_value_t = vouch_cache::DEFAULT_MAX_ENTRY)]
+        max_entry_bytes: usize,
     },
     /// Print the environment that points a compiler cache at a gateway.
     Env {
@@ -127,9 +167,12 @@ pub enum CacheCommand {
     },
     /// Probe whether the store credential can write scopes this build must not; fail closed.
     Check {
-        /// redis://user:password@host:port — the credential this job holds.
+        /// redis://user@host:port — the credential this job holds (password in --password-file).
         #[arg(long, value_name = "URL")]
         store: String,
+        /// File holding the store password.
+        #[arg(long, value_name = "FILE")]
+        password_file: Option<PathBuf>,
         #[command(flatten)]
         scope: ScopeArgs,
         #[arg(long)]
@@ -163,10 +206,13 @@ pub fn run(cmd: CacheCommand) -> anyhow::Result<ExitCode> {
     match cmd {
         CacheCommand::Serve {
             store,
+            password_file,
             scope,
             listen,
             url_file,
+            max_entry_bytes,
         } => {
+            let store = store_with_password(&store, password_file.as_deref())?;
             let policy = scope.policy()?;
             output::note(format!(
                 "scope: {} (write {}; read {:?})",
@@ -174,7 +220,7 @@ pub fn run(cmd: CacheCommand) -> anyhow::Result<ExitCode> {
                 policy.write.as_ref().map_or("-".into(), Scope::to_string),
                 policy.read.iter().map(Scope::as_str).collect::<Vec<_>>()
             ));
-            let gw = RunningGateway::start(&store, policy, listen)?;
+            let gw = RunningGateway::start(&store, policy, listen, max_entry_bytes)?;
             output::data(&gw.url);
             if let Some(f) = url_file {
                 crate::attest_cmd::write_atomically(&f, gw.url.as_bytes())?;
@@ -241,7 +287,13 @@ pub fn run(cmd: CacheCommand) -> anyhow::Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        CacheCommand::Check { store, scope, json } => {
+        CacheCommand::Check {
+            store,
+            password_file,
+            scope,
+            json,
+        } => {
+            let store = store_with_password(&store, password_file.as_deref())?;
             let policy = scope.policy()?;
             let t = scope.trigger()?;
             let mut forbidden = vec![Scope::branch(&t.default_branch)?];

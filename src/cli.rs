@@ -89,9 +89,12 @@ pub struct CacheArgs {
     /// Compile through this compiler cache, via a scoped gateway started for the build.
     #[arg(long, value_name = "ccache|sccache", requires = "cache_store")]
     pub cache: Option<vouch_cache::Tool>,
-    /// The cache's backing store: a directory or redis://[user[:password]@]host:port.
+    /// The cache's backing store: a directory or redis://[user@]host:port.
     #[arg(long, value_name = "DIR|URL")]
     pub cache_store: Option<String>,
+    /// File holding the Redis password (never put it in the URL on a shared runner).
+    #[arg(long, value_name = "FILE")]
+    pub cache_password_file: Option<PathBuf>,
     #[command(flatten)]
     pub scope: crate::cache_cmd::ScopeArgs,
 }
@@ -251,10 +254,15 @@ fn build(args: BuildArgs) -> anyhow::Result<ExitCode> {
                 store_display(store),
                 policy.reason
             ));
-            let gateway = vouch_cache::RunningGateway::start(
+            let store = crate::cache_cmd::store_with_password(
                 store,
+                args.cache.cache_password_file.as_deref(),
+            )?;
+            let gateway = vouch_cache::RunningGateway::start(
+                &store,
                 policy.clone(),
                 "127.0.0.1:0".parse().expect("address"),
+                vouch_cache::DEFAULT_MAX_ENTRY,
             )?;
             let session = vouch_cache::ToolSession::start(tool, &gateway.url)?;
             options.env.extend(session.env.iter().cloned());

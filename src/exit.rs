@@ -62,6 +62,14 @@ pub fn code_for(err: &anyhow::Error) -> ExitCode {
                 BuildError::Failed { .. } | BuildError::WheelCount { .. } => BUILD_FAILED,
             });
         }
+        if cause.downcast_ref::<vouch_cache::ToolError>().is_some()
+            || cause.downcast_ref::<vouch_cache::GatewayError>().is_some()
+        {
+            return ExitCode::from(ENVIRONMENT);
+        }
+        if cause.downcast_ref::<vouch_cache::ScopeError>().is_some() {
+            return ExitCode::from(INVALID_INPUT);
+        }
         if cause.downcast_ref::<vouch_core::NameError>().is_some() {
             return ExitCode::from(INVALID_INPUT);
         }

@@ -386,28 +386,195 @@ fn cache_check_fails_closed_on_a_broad_credential() {
     );
 }
 
-#[test]
-fn gateway_refuses_writes_outside_policy_and_bad_requests() {
-    let dir = tempdir();
-    let store = dir.path().join("store");
-    let url_file = dir.path().join("url");
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_vouch"))
+/// `vouch cache serve` in the background; killed on drop.
+struct Served {
+    child: std::process::Child,
+    url: String,
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn serve(dir: &Path, store: &Path, args: &[&str]) -> Served {
+    let url_file = dir.join(format!("url-{}", args.join("-").replace('/', "_")));
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_vouch"))
         .args(["cache", "serve", "--store"])
-        .arg(&store)
-        .args(["--event", "issue_comment", "--url-file"])
+        .arg(store)
+        .args(args)
+        .arg("--url-file")
         .arg(&url_file)
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    let mut url = String::new();
     for _ in 0..100 {
-        if let Ok(u) = std::fs::read_to_string(&url_file) {
-            url = u;
-            break;
+        if let Ok(url) = std::fs::read_to_string(&url_file) {
+            return Served { child, url };
         }
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
+    panic!("vouch cache serve did not start");
+}
+
+#[test]
+fn gateway_bounds_entries_and_layers_reads() {
+    let dir = tempdir();
+    let store = dir.path().join("store");
+    let main = serve(
+        dir.path(),
+        &store,
+        &[
+            "--event",
+            "push",
+            "--ref",
+            "refs/heads/main",
+            "--max-entry-bytes",
+            "1024",
+        ],
+    );
+    let pr = serve(dir.path(), &store, PR7);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let (big, small, pr_get, pr_put, pr_get_own, main_get_pr, stats) = rt.block_on(async {
+        let c = reqwest::Client::new();
+        let big = c
+            .put(format!("{}/ccache/aa/big", main.url))
+            .body(vec![0u8; 2048])
+            .send()
+            .await
+            .unwrap()
+            .status()
+            .as_u16();
+        let small = c
+            .put(format!("{}/ccache/aa/small", main.url))
+            .body("main entry")
+            .send()
+            .await
+            .unwrap()
+            .status()
+            .as_u16();
+        let pr_get = c
+            .get(format!("{}/ccache/aa/small", pr.url))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        let pr_put = c
+            .put(format!("{}/ccache/bb/pr-only", pr.url))
+            .body("pr entry")
+            .send()
+            .await
+            .unwrap()
+            .status()
+            .as_u16();
+        let pr_get_own = c
+            .get(format!("{}/ccache/bb/pr-only", pr.url))
+            .send()
+            .await
+            .unwrap()
+            .status()
+            .as_u16();
+        let main_get_pr = c
+            .get(format!("{}/ccache/bb/pr-only", main.url))
+            .send()
+            .await
+            .unwrap()
+            .status()
+            .as_u16();
+        let stats: Value = c
+            .get(format!("{}/_vouch/stats", pr.url))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        (big, small, pr_get, pr_put, pr_get_own, main_get_pr, stats)
+    });
+    assert_eq!((big, small), (413, 201));
+    assert_eq!(pr_get, "main entry", "a PR reads the trusted scope");
+    assert_eq!((pr_put, pr_get_own), (201, 200));
+    assert_eq!(
+        main_get_pr, 404,
+        "a trusted build never sees a PR's entries"
+    );
+    assert_eq!(stats["layers"][0]["scope"], "pr/7");
+    assert_eq!(stats["layers"][0]["hits"], 1);
+    assert_eq!(stats["layers"][1]["hits"], 1);
+    assert!(
+        store.join("pr/7/ccache/bb/pr-only").is_file()
+            && store.join("branch/main/ccache/aa/small").is_file()
+    );
+    assert!(!store.join("branch/main/ccache/aa/big").exists());
+    let md = run(vouch().args(["cache", "stats", "--markdown", "--url", &pr.url]));
+    assert_eq!(md.code, 0, "{}", md.stderr);
+    insta::assert_snapshot!(md.stdout, @r"
+    | scope | hits | bytes |
+    |---|---:|---:|
+    | `pr/7` (read) | 1 | 8 |
+    | `branch/main` (read) | 1 | 10 |
+
+    misses 0 · writes 1 to `pr/7` (8 bytes) · refused writes 0 · hit rate 100.0%
+    ");
+}
+
+#[test]
+fn cache_env_formats() {
+    let sh = run(vouch().args([
+        "cache",
+        "env",
+        "--tool",
+        "ccache",
+        "--url",
+        "http://127.0.0.1:4000",
+        "--local-dir",
+        "/var/cache/x",
+    ]));
+    assert_eq!(sh.code, 0, "{}", sh.stderr);
+    insta::assert_snapshot!(sh.stdout, @r"
+    export CCACHE_DIR='/var/cache/x'
+    export CCACHE_REMOTE_STORAGE='http://127.0.0.1:4000/ccache'
+    export CCACHE_REMOTE_ONLY='true'
+    export VOUCH_COMPILER_LAUNCHER='ccache'
+    ");
+    let gh = run(vouch().args([
+        "cache",
+        "env",
+        "--tool",
+        "sccache",
+        "--url",
+        "http://127.0.0.1:4000",
+        "--format",
+        "json",
+    ]));
+    let j = gh.json();
+    assert_eq!(
+        j["SCCACHE_WEBDAV_ENDPOINT"],
+        "http://127.0.0.1:4000/sccache"
+    );
+    assert!(
+        j["SCCACHE_SERVER_PORT"]
+            .as_str()
+            .unwrap()
+            .parse::<u16>()
+            .is_ok()
+    );
+}
+
+#[test]
+fn gateway_refuses_writes_outside_policy_and_bad_requests() {
+    let dir = tempdir();
+    let store = dir.path().join("store");
+    let served = serve(dir.path(), &store, &["--event", "issue_comment"]);
+    let url = served.url.clone();
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -453,8 +620,7 @@ fn gateway_refuses_writes_outside_policy_and_bad_requests() {
             .unwrap();
         (put, get, traversal, delete, stats)
     });
-    let _ = child.kill();
-    let _ = child.wait();
+    drop(served);
     let (put, get, traversal, delete, stats) = statuses;
     assert_eq!((put, get, traversal, delete), (403, 404, 404, 405));
     assert_eq!(stats["refused_writes"], 1);

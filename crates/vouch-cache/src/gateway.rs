@@ -292,6 +292,7 @@ impl RunningGateway {
         store_spec: &str,
         policy: ScopePolicy,
         listen: SocketAddr,
+        max_entry: usize,
     ) -> Result<RunningGateway, GatewayError> {
         let listener =
             std::net::TcpListener::bind(listen).map_err(|source| GatewayError::Listen {
@@ -310,18 +311,24 @@ impl RunningGateway {
                 addr: listen.to_string(),
                 source,
             })?;
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
+        // One thread: requests are tiny and latency-bound, and cross-thread wake-ups cost
+        // more than they save on a machine whose cores are busy compiling.
+        let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .map_err(GatewayError::Runtime)?;
         let store = rt.block_on(AnyStore::open(store_spec))?;
-        let (router, stats) = router(store, policy, DEFAULT_MAX_ENTRY);
+        let (router, stats) = router(store, policy, max_entry);
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
         let thread = std::thread::spawn(move || {
             rt.block_on(async move {
+                use axum::serve::ListenerExt as _;
+                // Every compile waits on small request/response pairs: no Nagle delay.
                 let listener = tokio::net::TcpListener::from_std(listener)
-                    .expect("listener from a bound socket");
+                    .expect("listener from a bound socket")
+                    .tap_io(|tcp| {
+                        let _ = tcp.set_nodelay(true);
+                    });
                 let _ = axum::serve(listener, router)
                     .with_graceful_shutdown(async {
                         let _ = rx.await;

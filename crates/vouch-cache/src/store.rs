@@ -88,7 +88,9 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> StoreError + '_ {
 impl CacheStore for DirStore {
     async fn get(&self, scope: &Scope, key: &str) -> Result<Option<Bytes>, StoreError> {
         let path = self.path(scope, key);
-        match tokio::fs::read(&path).await {
+        // Entries are small and hot in the page cache; a thread hop per read (tokio::fs)
+        // costs more than the read itself, and every compile waits on it.
+        match std::fs::read(&path) {
             Ok(data) => Ok(Some(Bytes::from(data))),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
             Err(e) => Err(io(&path)(e)),
