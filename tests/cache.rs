@@ -411,9 +411,15 @@ fn serve(dir: &Path, store: &Path, args: &[&str]) -> Served {
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
+    // From here on, dropping `served` kills and reaps the child, panic or not.
+    let mut served = Served {
+        child,
+        url: String::new(),
+    };
     for _ in 0..100 {
         if let Ok(url) = std::fs::read_to_string(&url_file) {
-            return Served { child, url };
+            served.url = url;
+            return served;
         }
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
