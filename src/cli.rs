@@ -47,6 +47,13 @@ pub enum Command {
     /// Verify a file (or digest) against a Sigstore bundle, PEP 740 attestation or PyPI
     /// provenance: certificate, transparency log, signature, statement, digest and identity.
     Verify(crate::verify_cmd::VerifyArgs),
+    /// Find the artifact built for a commit, pin its run, download, extract, verify; write the
+    /// wheels only when everything passed.
+    Fetch(crate::fetch_cmd::FetchCmd),
+    /// `fetch`, then `pip install --no-deps --require-hashes` of exactly the verified wheels.
+    Install(crate::fetch_cmd::InstallCmd),
+    /// Put files into a local artifact store laid out like GitHub's artifact API.
+    Publish(crate::fetch_cmd::PublishCmd),
     /// The scoped compiler cache: gateway, environment, counters, credential check.
     #[command(subcommand)]
     Cache(crate::cache_cmd::CacheCommand),
@@ -195,6 +202,9 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Verify(args) => crate::verify_cmd::run(args),
         Command::Attest(args) => crate::attest_cmd::run(args),
         Command::Cache(cmd) => crate::cache_cmd::run(cmd),
+        Command::Fetch(cmd) => crate::fetch_cmd::fetch(cmd),
+        Command::Install(cmd) => crate::fetch_cmd::install(cmd),
+        Command::Publish(cmd) => crate::fetch_cmd::publish(cmd),
         Command::Keygen(args) => crate::attest_cmd::keygen(args),
     }
 }

@@ -18,7 +18,7 @@ pub const ENVIRONMENT: u8 = 5;
 /// Reading or writing a file failed.
 pub const IO: u8 = 6;
 /// Verification failures, one code per kind (see the README).
-fn verify_code(kind: vouch_verify::ErrorKind) -> u8 {
+pub fn verify_code(kind: vouch_verify::ErrorKind) -> u8 {
     use vouch_verify::ErrorKind as K;
     match kind {
         K::Bundle => 10,
@@ -41,6 +41,14 @@ fn wheel_code(e: &WheelError) -> u8 {
 
 pub fn code_for(err: &anyhow::Error) -> ExitCode {
     for cause in err.chain() {
+        if let Some(f) = cause.downcast_ref::<crate::fetch_cmd::FetchFailed>() {
+            return ExitCode::from(f.code);
+        }
+        if cause.downcast_ref::<vouch_fetch::FetchError>().is_some()
+            || cause.downcast_ref::<vouch_github::GithubError>().is_some()
+        {
+            return ExitCode::from(crate::fetch_cmd::DOWNLOAD);
+        }
         if let Some(e) = cause.downcast_ref::<vouch_verify::VerifyError>() {
             return ExitCode::from(verify_code(e.kind));
         }

@@ -6,6 +6,7 @@ mod cache_cmd;
 mod cli;
 mod demo;
 mod exit;
+mod fetch_cmd;
 mod output;
 mod verify_cmd;
 

@@ -1,0 +1,203 @@
+//! Where artifacts come from: GitHub's REST API, or a local directory laid out like it (the
+//! embedded default: the whole flow on one machine).
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+use vouch_github::{Download, GithubClient};
+
+use crate::FetchError;
+
+pub enum Source {
+    Github(GithubClient),
+    Store(LocalStore),
+}
+
+/// `<root>/workflows/<file>.json`, `<root>/runs/<id>.json`, `<root>/artifacts/<id>.json` and
+/// `<root>/artifacts/<id>.zip`, with the GitHub API's shapes.
+pub struct LocalStore {
+    pub root: PathBuf,
+}
+
+impl LocalStore {
+    fn read_json(&self, rel: &str) -> Result<Value, FetchError> {
+        let path = self.root.join(rel);
+        let text = std::fs::read_to_string(&path).map_err(|e| FetchError::Store {
+            path: path.clone(),
+            reason: e.to_string(),
+        })?;
+        serde_json::from_str(&text).map_err(|e| FetchError::Store {
+            path,
+            reason: format!("not JSON: {e}"),
+        })
+    }
+}
+
+impl Source {
+    pub fn api_calls(&self) -> u64 {
+        match self {
+            Source::Github(c) => c.api_calls(),
+            Source::Store(_) => 0,
+        }
+    }
+
+    pub async fn workflow_id(&self, repo: &str, workflow: &str) -> Result<u64, FetchError> {
+        match self {
+            Source::Github(c) => Ok(c.workflow_id(repo, workflow).await?),
+            Source::Store(s) => {
+                let file = workflow.rsplit('/').next().unwrap_or(workflow);
+                let v = s.read_json(&format!("workflows/{file}.json"))?;
+                v["id"].as_u64().ok_or_else(|| FetchError::Store {
+                    path: s.root.join("workflows"),
+                    reason: format!("{file}: no id"),
+                })
+            }
+        }
+    }
+
+    pub async fn artifacts_named(&self, repo: &str, name: &str) -> Result<Vec<Value>, FetchError> {
+        match self {
+            Source::Github(c) => Ok(c.artifacts_named(repo, name).await?),
+            Source::Store(s) => {
+                let dir = s.root.join("artifacts");
+                let mut out = Vec::new();
+                for e in std::fs::read_dir(&dir).map_err(|e| FetchError::Store {
+                    path: dir.clone(),
+                    reason: e.to_string(),
+                })? {
+                    let p = e
+                        .map_err(|e| FetchError::Store {
+                            path: dir.clone(),
+                            reason: e.to_string(),
+                        })?
+                        .path();
+                    if p.extension().is_some_and(|x| x == "json") {
+                        let v = s.read_json(&format!(
+                            "artifacts/{}",
+                            p.file_name().expect("listed").to_string_lossy()
+                        ))?;
+                        if v["name"] == name {
+                            out.push(v);
+                        }
+                    }
+                }
+                Ok(out)
+            }
+        }
+    }
+
+    pub async fn run(&self, repo: &str, id: u64) -> Result<Value, FetchError> {
+        match self {
+            Source::Github(c) => Ok(c.run(repo, id).await?),
+            Source::Store(s) => s.read_json(&format!("runs/{id}.json")),
+        }
+    }
+
+    pub async fn download(&self, repo: &str, id: u64, dest: &Path) -> Result<Download, FetchError> {
+        match self {
+            Source::Github(c) => Ok(c.download_artifact(repo, id, dest, 8 << 30).await?),
+            Source::Store(s) => {
+                let from = s.root.join(format!("artifacts/{id}.zip"));
+                let data = std::fs::read(&from).map_err(|e| FetchError::Store {
+                    path: from.clone(),
+                    reason: e.to_string(),
+                })?;
+                std::fs::write(dest, &data).map_err(|e| FetchError::Io {
+                    path: dest.to_owned(),
+                    source: e,
+                })?;
+                Ok(Download {
+                    bytes: data.len() as u64,
+                    sha256: vouch_core::Sha256Digest::of(&data),
+                })
+            }
+        }
+    }
+}
+
+/// The run a published artifact claims to come from.
+#[derive(Clone, Debug)]
+pub struct RunInfo {
+    pub repo: String,
+    pub run_id: u64,
+    pub workflow_id: u64,
+    pub workflow_path: String,
+    pub event: String,
+    pub head_sha: String,
+    pub pr: Option<u64>,
+}
+
+/// Zips `files` (flat) into the store as artifact `name` of run `run`. Returns the artifact id.
+pub fn publish(
+    root: &Path,
+    name: &str,
+    run: &RunInfo,
+    files: &[PathBuf],
+) -> Result<u64, FetchError> {
+    let io = |p: &Path| {
+        let p = p.to_owned();
+        move |e| FetchError::Io { path: p, source: e }
+    };
+    for d in ["artifacts", "runs", "workflows"] {
+        std::fs::create_dir_all(root.join(d)).map_err(io(&root.join(d)))?;
+    }
+    let next_id = std::fs::read_dir(root.join("artifacts"))
+        .map_err(io(root))?
+        .filter_map(|e| e.ok()?.path().file_stem()?.to_str()?.parse::<u64>().ok())
+        .max()
+        .unwrap_or(1000)
+        + 1;
+    let zip_path = root.join(format!("artifacts/{next_id}.zip"));
+    let mut zw = zip::ZipWriter::new(std::fs::File::create(&zip_path).map_err(io(&zip_path))?);
+    for f in files {
+        let name = f
+            .file_name()
+            .and_then(|n| n.to_str())
+            .ok_or_else(|| FetchError::Store {
+                path: f.clone(),
+                reason: "no file name".into(),
+            })?;
+        zw.start_file(name, zip::write::SimpleFileOptions::default())
+            .map_err(|e| FetchError::Store {
+                path: zip_path.clone(),
+                reason: e.to_string(),
+            })?;
+        zw.write_all(&std::fs::read(f).map_err(io(f))?)
+            .map_err(io(&zip_path))?;
+    }
+    zw.finish().map_err(|e| FetchError::Store {
+        path: zip_path.clone(),
+        reason: e.to_string(),
+    })?;
+    let data = std::fs::read(&zip_path).map_err(io(&zip_path))?;
+    let repo_obj = json!({ "id": 1, "full_name": run.repo, "fork": false });
+    let artifact = json!({
+        "id": next_id, "name": name, "size_in_bytes": data.len(), "expired": false,
+        "created_at": format!("2026-01-01T00:{:02}:{:02}Z", (next_id / 60) % 60, next_id % 60),
+        "digest": vouch_core::Sha256Digest::of(&data).to_string(),
+        "archive_download_url": format!("/repos/{}/actions/artifacts/{next_id}/zip", run.repo),
+        "workflow_run": { "id": run.run_id, "repository_id": 1, "head_repository_id": 1, "head_sha": run.head_sha },
+    });
+    let run_obj = json!({
+        "id": run.run_id, "workflow_id": run.workflow_id, "path": run.workflow_path, "event": run.event,
+        "status": "completed", "conclusion": "success", "head_sha": run.head_sha,
+        "repository": repo_obj, "head_repository": repo_obj,
+        "pull_requests": run.pr.map(|n| vec![json!({"number": n})]).unwrap_or_default(),
+    });
+    let wf = json!({ "id": run.workflow_id, "path": run.workflow_path, "name": run.workflow_path });
+    let file = run
+        .workflow_path
+        .rsplit('/')
+        .next()
+        .unwrap_or(&run.workflow_path);
+    for (rel, v) in [
+        (format!("artifacts/{next_id}.json"), artifact),
+        (format!("runs/{}.json", run.run_id), run_obj),
+        (format!("workflows/{file}.json"), wf),
+    ] {
+        let p = root.join(rel);
+        std::fs::write(&p, serde_json::to_string_pretty(&v).expect("json")).map_err(io(&p))?;
+    }
+    Ok(next_id)
+}

@@ -1,0 +1,423 @@
+//! `vouch fetch`, `vouch install`, `vouch publish`.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+use clap::Args;
+use secrecy::SecretString;
+use vouch_core::{ArtifactName, Platform, PythonVersion};
+use vouch_fetch::{
+    Expectation, FetchError, FetchReport, RejectKind, RunInfo, Source, Trust, VerifyConfig,
+};
+use vouch_verify::TrustRootSource;
+
+use crate::output;
+
+pub const NO_RUN: u8 = 30;
+pub const DOWNLOAD: u8 = 31;
+pub const UNSAFE_ARCHIVE: u8 = 32;
+pub const INSTALL_FAILED: u8 = 33;
+
+#[derive(Args, Debug)]
+pub struct FetchArgs {
+    /// `OWNER/NAME` whose workflow must have built the artifact.
+    #[arg(long, value_name = "OWNER/NAME")]
+    pub repo: Option<String>,
+    /// The producing workflow file.
+    #[arg(long, default_value = ".github/workflows/ci.yml", value_name = "PATH")]
+    pub workflow: String,
+    /// `pull_request` or `push`.
+    #[arg(long)]
+    pub event: Option<String>,
+    /// The commit under test (for PR builds, the PR head).
+    #[arg(long, value_name = "SHA")]
+    pub sha: Option<String>,
+    #[arg(long, value_name = "N")]
+    pub pr: Option<u64>,
+    /// The matrix cell the statement must claim.
+    #[arg(long)]
+    pub cell: Option<String>,
+    /// Artifact name; or give --dist, --python-version and --platform to render it.
+    #[arg(long, value_name = "NAME")]
+    pub artifact_name: Option<String>,
+    #[arg(long)]
+    pub dist: Option<String>,
+    #[arg(long, value_name = "X.Y")]
+    pub python_version: Option<String>,
+    #[arg(long)]
+    pub platform: Option<String>,
+    /// Take event, PR and commit from FlexCI (`FLEXCI_BRANCH`, `FLEXCI_REFERENCE_COMMIT_ID`,
+    /// `FLEXCI_COMMIT_ID`, else the checkout's HEAD, its second parent for a merge).
+    #[arg(long)]
+    pub from_flexci: bool,
+    /// GitHub API base URL (GitHub Enterprise, tests).
+    #[arg(long, default_value = "https://api.github.com", value_name = "URL")]
+    pub api_url: String,
+    /// Read artifacts from a local store instead of GitHub.
+    #[arg(long, value_name = "DIR")]
+    pub store: Option<PathBuf>,
+    /// File holding the GitHub token (read, then deleted unless --keep-token-file).
+    #[arg(long, env = "GH_TOKEN_FILE", value_name = "FILE")]
+    pub token_file: Option<PathBuf>,
+    #[arg(long)]
+    pub keep_token_file: bool,
+    /// Custom trusted_root.json.
+    #[arg(long, value_name = "FILE")]
+    pub trust_root: Option<PathBuf>,
+    #[arg(long)]
+    pub staging: bool,
+    /// Verify key-signed bundles with this PEM public key.
+    #[arg(long, value_name = "PEM")]
+    pub key: Option<PathBuf>,
+    /// Runner environment the build must have used (`any` to accept all).
+    #[arg(long, default_value = "github-hosted")]
+    pub runner: String,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct FetchCmd {
+    #[command(flatten)]
+    pub fetch: FetchArgs,
+    /// Where the verified wheels (and their bundles) go.
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+}
+
+#[derive(Args, Debug)]
+pub struct InstallCmd {
+    #[command(flatten)]
+    pub fetch: FetchArgs,
+    /// The Python whose pip installs the wheels.
+    #[arg(long, default_value = "python3", value_name = "PYTHON")]
+    pub python: PathBuf,
+    /// Keep the verified wheels here instead of a temporary directory.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Arguments after `--` go to `pip install`.
+    #[arg(last = true)]
+    pub pip_args: Vec<String>,
+}
+
+#[derive(Args, Debug)]
+pub struct PublishCmd {
+    /// Files to put in the artifact (wheels and their bundles).
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
+    #[arg(long, value_name = "DIR")]
+    pub store: PathBuf,
+    #[arg(long, value_name = "NAME")]
+    pub name: String,
+    #[arg(long, value_name = "OWNER/NAME")]
+    pub repo: String,
+    #[arg(long, default_value = ".github/workflows/ci.yml")]
+    pub workflow: String,
+    #[arg(long, default_value_t = 1)]
+    pub workflow_id: u64,
+    #[arg(long)]
+    pub run_id: u64,
+    #[arg(long, default_value = "push")]
+    pub event: String,
+    #[arg(long)]
+    pub sha: String,
+    #[arg(long)]
+    pub pr: Option<u64>,
+}
+
+fn git(args: &[&str]) -> Option<String> {
+    let out = std::process::Command::new("git").args(args).output().ok()?;
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned())
+}
+
+/// The commit under test on FlexCI; for a merge commit checkout, its second parent (the head).
+fn flexci_commit() -> Option<String> {
+    for var in ["FLEXCI_REFERENCE_COMMIT_ID", "FLEXCI_COMMIT_ID"] {
+        if let Ok(v) = std::env::var(var)
+            && !v.is_empty()
+        {
+            return Some(v);
+        }
+    }
+    let parents = git(&["rev-list", "--parents", "-n", "1", "HEAD"])?;
+    let ids: Vec<&str> = parents.split_whitespace().collect();
+    Some(if ids.len() == 3 { ids[2] } else { ids[0] }.to_owned())
+}
+
+impl FetchArgs {
+    fn expectation(&self) -> anyhow::Result<Expectation> {
+        let usage = |m: &str| crate::verify_cmd::UsageError(m.to_owned());
+        let (mut event, mut pr, mut sha) = (self.event.clone(), self.pr, self.sha.clone());
+        if self.from_flexci {
+            let branch = std::env::var("FLEXCI_BRANCH").unwrap_or_default();
+            let n = branch
+                .strip_prefix("refs/pull/")
+                .and_then(|r| r.split('/').next())
+                .and_then(|n| n.parse::<u64>().ok());
+            pr = pr.or(n);
+            event = event.or(Some(
+                if n.is_some() { "pull_request" } else { "push" }.into(),
+            ));
+            sha = sha.or_else(flexci_commit);
+        }
+        let repo = self
+            .repo
+            .clone()
+            .ok_or_else(|| usage("--repo OWNER/NAME is required"))?;
+        let event = event.ok_or_else(|| usage("--event is required (or --from-flexci)"))?;
+        let sha = sha.ok_or_else(|| usage("--sha is required (or --from-flexci)"))?;
+        if event == "pull_request" && pr.is_none() {
+            anyhow::bail!(usage("a pull_request build needs --pr"));
+        }
+        let artifact_name = match &self.artifact_name {
+            Some(n) => n.clone(),
+            None => {
+                let (Some(d), Some(py), Some(pl)) =
+                    (&self.dist, &self.python_version, &self.platform)
+                else {
+                    anyhow::bail!(usage(
+                        "give --artifact-name, or --dist, --python-version and --platform"
+                    ));
+                };
+                let py: PythonVersion = py.parse()?;
+                let pl: Platform = pl.parse()?;
+                ArtifactName::new(
+                    d.clone(),
+                    py,
+                    pl,
+                    if event == "pull_request" { pr } else { None },
+                    sha.clone(),
+                )?
+                .to_string()
+            }
+        };
+        Ok(Expectation {
+            repo,
+            workflow: self.workflow.clone(),
+            event,
+            sha,
+            pr,
+            artifact_name,
+            cell: self.cell.clone(),
+        })
+    }
+
+    fn token(&self) -> anyhow::Result<Option<SecretString>> {
+        if let Some(f) = &self.token_file {
+            let t = std::fs::read_to_string(f)
+                .with_context(|| format!("reading the token file {f:?}"))?;
+            if !self.keep_token_file {
+                std::fs::remove_file(f)
+                    .with_context(|| format!("removing the token file {f:?}"))?;
+            }
+            return Ok(Some(SecretString::from(t.trim().to_owned())));
+        }
+        for var in ["GH_TOKEN", "GITHUB_TOKEN"] {
+            if let Ok(t) = std::env::var(var)
+                && !t.is_empty()
+            {
+                output::note(format!(
+                    "warning: using the token from ${var}; prefer --token-file (environment variables leak into child processes)"
+                ));
+                return Ok(Some(SecretString::from(t)));
+            }
+        }
+        Ok(None)
+    }
+
+    fn source(&self) -> anyhow::Result<Source> {
+        Ok(match &self.store {
+            Some(dir) => Source::Store(vouch_fetch::LocalStore { root: dir.clone() }),
+            None => Source::Github(vouch_github::GithubClient::new(
+                &self.api_url,
+                self.token()?,
+            )?),
+        })
+    }
+
+    fn verify_config(&self) -> anyhow::Result<VerifyConfig> {
+        let trust = match (&self.key, &self.trust_root, self.staging) {
+            (Some(k), _, _) => Trust::Key(
+                std::fs::read_to_string(k).with_context(|| format!("reading key {k:?}"))?,
+            ),
+            (None, Some(r), _) => Trust::Keyless(TrustRootSource::File(r.clone())),
+            (None, None, true) => Trust::Keyless(TrustRootSource::Staging),
+            (None, None, false) => Trust::Keyless(TrustRootSource::Production),
+        };
+        Ok(VerifyConfig {
+            trust,
+            runner: (self.runner != "any").then(|| self.runner.clone()),
+        })
+    }
+}
+
+/// Carries the exit code a fetch failure maps to.
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
+pub struct FetchFailed {
+    pub code: u8,
+    pub message: String,
+}
+
+fn failure_code(e: &FetchError) -> u8 {
+    match e {
+        FetchError::NoCandidate { rejected, .. } => match rejected.first() {
+            Some(r) => match (r.kind, r.verify_kind) {
+                (RejectKind::Verify, Some(k)) => crate::exit::verify_code(k),
+                (RejectKind::Verify, None) => {
+                    crate::exit::verify_code(vouch_verify::ErrorKind::Bundle)
+                }
+                (RejectKind::Pin, _) => NO_RUN,
+                (RejectKind::Download, _) => DOWNLOAD,
+                (RejectKind::Archive, _) => UNSAFE_ARCHIVE,
+            },
+            None => NO_RUN,
+        },
+        FetchError::Github(_) | FetchError::Store { .. } => DOWNLOAD,
+        FetchError::Io { .. } => crate::exit::IO,
+    }
+}
+
+fn do_fetch(args: &FetchArgs, out: &Path) -> anyhow::Result<FetchReport> {
+    let exp = args.expectation()?;
+    let cfg = args.verify_config()?;
+    let source = args.source()?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    output::note(format!(
+        "looking for {} from {} ({} of {})",
+        exp.artifact_name, exp.workflow, exp.event, exp.repo
+    ));
+    match rt.block_on(vouch_fetch::fetch(&source, &exp, &cfg, out)) {
+        Ok(r) => Ok(r),
+        Err(e) => {
+            let code = failure_code(&e);
+            let mut message = e.to_string();
+            let mut cur = std::error::Error::source(&e);
+            while let Some(c) = cur {
+                message.push_str(": ");
+                message.push_str(&c.to_string());
+                cur = c.source();
+            }
+            if args.json {
+                output::json(
+                    &serde_json::json!({ "fetched": false, "exit_code": code, "message": message }),
+                );
+            }
+            Err(FetchFailed { code, message }.into())
+        }
+    }
+}
+
+fn print_report(r: &FetchReport) {
+    for rej in &r.rejected {
+        output::note(format!(
+            "rejected artifact {} (run {}): {}",
+            rej.artifact_id,
+            rej.run_id.map_or("?".into(), |x| x.to_string()),
+            rej.reason
+        ));
+    }
+    for w in &r.wheels {
+        output::data(format!("{}  {}", w.sha256, w.path.display()));
+    }
+    output::note(format!(
+        "verified artifact {} from run {} ({} API calls)",
+        r.artifact_id, r.run_id, r.api_calls
+    ));
+}
+
+pub fn fetch(cmd: FetchCmd) -> anyhow::Result<ExitCode> {
+    let report = do_fetch(&cmd.fetch, &cmd.out)?;
+    if cmd.fetch.json {
+        output::json(&report);
+    } else {
+        print_report(&report);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn install(cmd: InstallCmd) -> anyhow::Result<ExitCode> {
+    let scratch = tempfile::Builder::new()
+        .prefix("vouch-install-")
+        .tempdir()?;
+    let out = cmd
+        .out
+        .clone()
+        .unwrap_or_else(|| scratch.path().join("wheels"));
+    let report = do_fetch(&cmd.fetch, &out)?;
+    // Exactly the verified files, each pinned to the digest that was verified.
+    let mut req = String::new();
+    for w in &report.wheels {
+        let name = w
+            .path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default();
+        let dist = name.split('-').next().unwrap_or(name);
+        req.push_str(&format!(
+            "{dist} @ file://{} --hash=sha256:{}\n",
+            w.path.display(),
+            w.sha256.hex()
+        ));
+    }
+    let req_file = scratch.path().join("requirements.txt");
+    std::fs::write(&req_file, &req)?;
+    let mut pip = std::process::Command::new(&cmd.python);
+    pip.args([
+        "-m",
+        "pip",
+        "install",
+        "--no-deps",
+        "--require-hashes",
+        "-r",
+    ])
+    .arg(&req_file)
+    .args(&cmd.pip_args);
+    for var in ["GH_TOKEN", "GITHUB_TOKEN", "GH_TOKEN_FILE"] {
+        pip.env_remove(var);
+    }
+    let status = pip
+        .status()
+        .with_context(|| format!("running {} -m pip", cmd.python.display()))?;
+    if !status.success() {
+        return Err(FetchFailed {
+            code: INSTALL_FAILED,
+            message: format!("pip install of the verified wheels failed ({status})"),
+        }
+        .into());
+    }
+    if cmd.fetch.json {
+        output::json(&serde_json::json!({ "installed": true, "fetch": report }));
+    } else {
+        print_report(&report);
+        output::data(format!(
+            "installed {} verified wheel(s)",
+            report.wheels.len()
+        ));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn publish(cmd: PublishCmd) -> anyhow::Result<ExitCode> {
+    let run = RunInfo {
+        repo: cmd.repo,
+        run_id: cmd.run_id,
+        workflow_id: cmd.workflow_id,
+        workflow_path: cmd.workflow,
+        event: cmd.event,
+        head_sha: cmd.sha,
+        pr: cmd.pr,
+    };
+    let id = vouch_fetch::publish(&cmd.store, &cmd.name, &run, &cmd.files)?;
+    output::data(format!(
+        "published artifact {id} {:?} to {}",
+        cmd.name,
+        cmd.store.display()
+    ));
+    Ok(ExitCode::SUCCESS)
+}
