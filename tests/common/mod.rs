@@ -272,3 +272,4 @@ impl Drop for RedisServer {
         let _ = self.child.wait();
     }
 }
+pub mod fake_github;

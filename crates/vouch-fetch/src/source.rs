@@ -185,12 +185,14 @@ pub fn publish(
         "repository": repo_obj, "head_repository": repo_obj,
         "pull_requests": run.pr.map(|n| vec![json!({"number": n})]).unwrap_or_default(),
     });
-    let wf = json!({ "id": run.workflow_id, "path": run.workflow_path, "name": run.workflow_path });
-    let file = run
+    // A run's `path` may carry `@ref`; the workflow object's does not.
+    let wf_path = run
         .workflow_path
-        .rsplit('/')
+        .split('@')
         .next()
         .unwrap_or(&run.workflow_path);
+    let wf = json!({ "id": run.workflow_id, "path": wf_path, "name": wf_path });
+    let file = wf_path.rsplit('/').next().unwrap_or(wf_path);
     for (rel, v) in [
         (format!("artifacts/{next_id}.json"), artifact),
         (format!("runs/{}.json", run.run_id), run_obj),

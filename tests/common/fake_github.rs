@@ -1,0 +1,304 @@
+//! The project's own fake GitHub REST API on 127.0.0.1: serves a local artifact store (the
+//! layout `vouch publish` writes) with the documented response shapes — pagination with
+//! `Link`, 302 to a blob URL on another "host" (path), 410 for expired artifacts, 403/429 with
+//! `retry-after`, 5xx — plus fault injection, and records what it saw.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use axum::body::Body;
+use axum::extract::{Path as AxPath, Query, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use serde_json::{Value, json};
+
+#[derive(Default)]
+pub struct Faults {
+    /// Return 500 this many times on the runs endpoint before succeeding.
+    pub run_500s: AtomicU32,
+    /// Return 429 with `retry-after: 1` once on the runs endpoint.
+    pub run_429_once: AtomicBool,
+    /// Artifact ids whose download answers 410.
+    pub expired: Mutex<Vec<u64>>,
+    /// Cut the blob download in the middle.
+    pub truncate: AtomicBool,
+    /// Artifacts per page of the list endpoint.
+    pub page_size: AtomicU32,
+}
+
+pub struct FakeGithub {
+    pub url: String,
+    pub store: PathBuf,
+    pub token: String,
+    pub faults: Arc<Faults>,
+    api_calls: Arc<AtomicU64>,
+    blob_saw_auth: Arc<AtomicBool>,
+    unauthorized: Arc<AtomicU64>,
+    shutdown: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+#[derive(Clone)]
+struct St {
+    store: PathBuf,
+    token: String,
+    base: String,
+    faults: Arc<Faults>,
+    api_calls: Arc<AtomicU64>,
+    blob_saw_auth: Arc<AtomicBool>,
+    unauthorized: Arc<AtomicU64>,
+}
+
+fn read(st: &St, rel: &str) -> Option<Value> {
+    serde_json::from_str(&std::fs::read_to_string(st.store.join(rel)).ok()?).ok()
+}
+
+fn not_found() -> Response {
+    (
+        StatusCode::NOT_FOUND,
+        axum::Json(
+            json!({"message": "Not Found", "documentation_url": "https://docs.github.com/rest"}),
+        ),
+    )
+        .into_response()
+}
+
+/// Counts the call and checks the token; `None` means go on.
+fn api_gate(st: &St, headers: &HeaderMap) -> Option<Response> {
+    st.api_calls.fetch_add(1, Ordering::Relaxed);
+    let ok = headers.get("authorization").and_then(|v| v.to_str().ok())
+        == Some(&format!("Bearer {}", st.token));
+    let versioned = headers.get("x-github-api-version").is_some();
+    if !ok || !versioned {
+        st.unauthorized.fetch_add(1, Ordering::Relaxed);
+        return Some(
+            (
+                StatusCode::UNAUTHORIZED,
+                axum::Json(json!({"message": "Bad credentials"})),
+            )
+                .into_response(),
+        );
+    }
+    None
+}
+
+async fn workflow(
+    State(st): State<St>,
+    headers: HeaderMap,
+    AxPath((_o, _r, file)): AxPath<(String, String, String)>,
+) -> Response {
+    if let Some(r) = api_gate(&st, &headers) {
+        return r;
+    }
+    read(&st, &format!("workflows/{file}.json"))
+        .map_or_else(not_found, |v| axum::Json(v).into_response())
+}
+
+async fn artifacts(
+    State(st): State<St>,
+    headers: HeaderMap,
+    AxPath((o, r)): AxPath<(String, String)>,
+    Query(q): Query<std::collections::HashMap<String, String>>,
+) -> Response {
+    if let Some(r) = api_gate(&st, &headers) {
+        return r;
+    }
+    let mut all: Vec<Value> = std::fs::read_dir(st.store.join("artifacts"))
+        .into_iter()
+        .flatten()
+        .filter_map(|e| {
+            let p = e.ok()?.path();
+            (p.extension()? == "json")
+                .then(|| serde_json::from_str::<Value>(&std::fs::read_to_string(p).ok()?).ok())?
+        })
+        .filter(|a| q.get("name").is_none_or(|n| a["name"] == n.as_str()))
+        // Expired artifacts are no longer listed (since 2026-09-24).
+        .filter(|a| a["expired"] != true)
+        .collect();
+    all.sort_by_key(|a| std::cmp::Reverse(a["id"].as_u64()));
+    let size = st.faults.page_size.load(Ordering::Relaxed).max(1) as usize;
+    let page: usize = q.get("page").and_then(|p| p.parse().ok()).unwrap_or(1);
+    let chunk: Vec<Value> = all
+        .iter()
+        .skip((page - 1) * size)
+        .take(size)
+        .cloned()
+        .collect();
+    let mut resp =
+        axum::Json(json!({"total_count": all.len(), "artifacts": chunk})).into_response();
+    if page * size < all.len() {
+        let name = q.get("name").cloned().unwrap_or_default();
+        let link = format!(
+            "<{}/repos/{o}/{r}/actions/artifacts?name={name}&per_page={size}&page={}>; rel=\"next\"",
+            st.base,
+            page + 1
+        );
+        resp.headers_mut().insert("link", link.parse().unwrap());
+    }
+    resp
+}
+
+async fn run(
+    State(st): State<St>,
+    headers: HeaderMap,
+    AxPath((_o, _r, id)): AxPath<(String, String, u64)>,
+) -> Response {
+    if let Some(r) = api_gate(&st, &headers) {
+        return r;
+    }
+    if st.faults.run_500s.load(Ordering::Relaxed) > 0 {
+        st.faults.run_500s.fetch_sub(1, Ordering::Relaxed);
+        return (StatusCode::INTERNAL_SERVER_ERROR, "boom").into_response();
+    }
+    if st.faults.run_429_once.swap(false, Ordering::Relaxed) {
+        return (
+            StatusCode::TOO_MANY_REQUESTS,
+            [("retry-after", "1")],
+            axum::Json(json!({"message": "rate limited"})),
+        )
+            .into_response();
+    }
+    read(&st, &format!("runs/{id}.json")).map_or_else(not_found, |v| axum::Json(v).into_response())
+}
+
+async fn download(
+    State(st): State<St>,
+    headers: HeaderMap,
+    AxPath((_o, _r, id, _fmt)): AxPath<(String, String, u64, String)>,
+) -> Response {
+    if let Some(r) = api_gate(&st, &headers) {
+        return r;
+    }
+    if st.faults.expired.lock().unwrap().contains(&id) {
+        return (
+            StatusCode::GONE,
+            axum::Json(json!({"message": "Artifact has expired"})),
+        )
+            .into_response();
+    }
+    if !st.store.join(format!("artifacts/{id}.zip")).is_file() {
+        return not_found();
+    }
+    (
+        StatusCode::FOUND,
+        [(
+            "location",
+            format!("{}/blob/{id}?sig=blob-signature-secret&se=2099", st.base),
+        )],
+    )
+        .into_response()
+}
+
+async fn blob(State(st): State<St>, headers: HeaderMap, AxPath(id): AxPath<u64>) -> Response {
+    if let Some(auth) = headers.get("authorization") {
+        // The echo a hostile blob host would do: the test fails if it ever gets here.
+        st.blob_saw_auth.store(true, Ordering::Relaxed);
+        return (
+            StatusCode::BAD_REQUEST,
+            format!("echo: {}", auth.to_str().unwrap_or("")),
+        )
+            .into_response();
+    }
+    let Ok(data) = std::fs::read(st.store.join(format!("artifacts/{id}.zip"))) else {
+        return not_found();
+    };
+    if st.faults.truncate.load(Ordering::Relaxed) {
+        let half = bytes::Bytes::from(data[..data.len() / 2].to_vec());
+        let stream = futures_util::stream::iter(vec![
+            Ok::<_, std::io::Error>(half),
+            Err(std::io::Error::other("connection reset")),
+        ]);
+        return (
+            StatusCode::OK,
+            [("content-length", data.len().to_string())],
+            Body::from_stream(stream),
+        )
+            .into_response();
+    }
+    (StatusCode::OK, data).into_response()
+}
+
+impl FakeGithub {
+    pub fn start(store: PathBuf, token: &str) -> FakeGithub {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let faults = Arc::new(Faults {
+            page_size: AtomicU32::new(30),
+            ..Default::default()
+        });
+        let st = St {
+            store: store.clone(),
+            token: token.to_owned(),
+            base: url.clone(),
+            faults: faults.clone(),
+            api_calls: Arc::new(AtomicU64::new(0)),
+            blob_saw_auth: Arc::new(AtomicBool::new(false)),
+            unauthorized: Arc::new(AtomicU64::new(0)),
+        };
+        let (api_calls, blob_saw_auth, unauthorized) = (
+            st.api_calls.clone(),
+            st.blob_saw_auth.clone(),
+            st.unauthorized.clone(),
+        );
+        let app = axum::Router::new()
+            .route("/repos/{o}/{r}/actions/workflows/{file}", get(workflow))
+            .route("/repos/{o}/{r}/actions/artifacts", get(artifacts))
+            .route("/repos/{o}/{r}/actions/runs/{id}", get(run))
+            .route("/repos/{o}/{r}/actions/artifacts/{id}/{fmt}", get(download))
+            .route("/blob/{id}", get(blob))
+            .with_state(st);
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let thread = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.block_on(async move {
+                let l = tokio::net::TcpListener::from_std(listener).unwrap();
+                axum::serve(l, app)
+                    .with_graceful_shutdown(async {
+                        let _ = rx.await;
+                    })
+                    .await
+                    .unwrap();
+            });
+        });
+        FakeGithub {
+            url,
+            store,
+            token: token.to_owned(),
+            faults,
+            api_calls,
+            blob_saw_auth,
+            unauthorized,
+            shutdown: Some(tx),
+            thread: Some(thread),
+        }
+    }
+
+    pub fn api_calls(&self) -> u64 {
+        self.api_calls.load(Ordering::Relaxed)
+    }
+
+    pub fn blob_saw_auth(&self) -> bool {
+        self.blob_saw_auth.load(Ordering::Relaxed)
+    }
+
+    pub fn unauthorized(&self) -> u64 {
+        self.unauthorized.load(Ordering::Relaxed)
+    }
+}
+
+impl Drop for FakeGithub {
+    fn drop(&mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}

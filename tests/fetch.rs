@@ -1,0 +1,747 @@
+//! Issue 4: the consumer. A fake GitHub API (the project's own, on loopback), a local Sigstore
+//! instance, real artifacts signed keyless; every attack rejected with its exit code and
+//! nothing written or installed.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::fake_github::FakeGithub;
+use common::*;
+use serde_json::Value;
+use vouch_testsig::{GithubClaims, LocalSigstore};
+
+const REPO: &str = "cupy/cupy";
+const HEAD: &str = "1111111111111111111111111111111111111111";
+const MERGE: &str = "2222222222222222222222222222222222222222";
+const TOKEN: &str = "ghp_TestTokenThatMustNeverAppear0123456789";
+const WF_ID: u64 = 161335;
+const WHEEL: &str = "cupy_cuda13x-14.2.0-cp312-cp312-manylinux_2_28_x86_64.whl";
+
+struct World {
+    dir: tempfile::TempDir,
+    sigstore: LocalSigstore,
+    store: PathBuf,
+    root: PathBuf,
+}
+
+/// Claims for a build of `cupy/cupy` by `workflow` (file name), as `event`.
+fn claims(event: &str, workflow: &str, run: u64, pr: Option<u64>) -> GithubClaims {
+    let mut c = GithubClaims::push(REPO, if pr.is_some() { MERGE } else { HEAD });
+    c.event_name = event.into();
+    if let Some(n) = pr {
+        c.git_ref = format!("refs/pull/{n}/merge");
+    }
+    c.workflow_ref = format!("{REPO}/.github/workflows/{workflow}@{}", c.git_ref);
+    c.job_workflow_ref = c.workflow_ref.clone();
+    c.run_id = run.to_string();
+    c
+}
+
+impl World {
+    fn new() -> World {
+        let dir = tempdir();
+        let sigstore = LocalSigstore::start();
+        let root = dir.path().join("trusted_root.json");
+        std::fs::write(&root, sigstore.trusted_root().to_string()).unwrap();
+        let store = dir.path().join("store");
+        World {
+            dir,
+            sigstore,
+            store,
+            root,
+        }
+    }
+
+    /// A wheel (bytes) and its keyless bundle, signed as the run described by `c`.
+    fn signed(
+        &self,
+        tag: &str,
+        c: &GithubClaims,
+        pr: Option<u64>,
+        data: &[u8],
+    ) -> (PathBuf, PathBuf) {
+        let d = self.dir.path().join(format!("build-{tag}"));
+        std::fs::create_dir_all(&d).unwrap();
+        let wheel = d.join(WHEEL);
+        std::fs::write(&wheel, data).unwrap();
+        let bundle = d.join(format!("{WHEEL}.sigstore.json"));
+        let token = d.join("token");
+        std::fs::write(&token, self.sigstore.mint_token(c)).unwrap();
+        let event = d.join("event.json");
+        std::fs::write(&event, serde_json::json!({"pull_request": pr.map(|n| serde_json::json!({"number": n, "head": {"sha": HEAD}}))}).to_string()).unwrap();
+        let r = run(vouch()
+            .arg("attest")
+            .arg(&wheel)
+            .arg("--out")
+            .arg(&bundle)
+            .args([
+                "--fulcio-url",
+                &self.sigstore.url,
+                "--rekor-url",
+                &self.sigstore.url,
+                "--oidc-token-file",
+            ])
+            .arg(&token)
+            .args(["--cell", "cuda13x-py3.12-linux-64"])
+            .env("GITHUB_ACTIONS", "true")
+            .env("GITHUB_REPOSITORY", REPO)
+            .env("GITHUB_WORKFLOW_REF", &c.workflow_ref)
+            .env("GITHUB_REF", &c.git_ref)
+            .env("GITHUB_SHA", &c.sha)
+            .env("GITHUB_EVENT_NAME", &c.event_name)
+            .env("GITHUB_RUN_ID", &c.run_id)
+            .env("GITHUB_RUN_ATTEMPT", "1")
+            .env("RUNNER_ENVIRONMENT", "github-hosted")
+            .env("GITHUB_EVENT_PATH", &event));
+        assert_eq!(r.code, 0, "attest: {}", r.stderr);
+        (wheel, bundle)
+    }
+
+    fn publish(
+        &self,
+        name: &str,
+        run_id: u64,
+        event: &str,
+        pr: Option<u64>,
+        files: &[PathBuf],
+    ) -> u64 {
+        let info = vouch_fetch::RunInfo {
+            repo: REPO.into(),
+            run_id,
+            workflow_id: WF_ID,
+            workflow_path: ".github/workflows/ci.yml@refs/heads/main".into(),
+            event: event.into(),
+            head_sha: HEAD.into(),
+            pr,
+        };
+        vouch_fetch::publish(&self.store, name, &info, files).unwrap()
+    }
+
+    fn edit(&self, rel: &str, f: impl FnOnce(&mut Value)) {
+        let p = self.store.join(rel);
+        let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+        f(&mut v);
+        std::fs::write(&p, v.to_string()).unwrap();
+    }
+
+    /// The normal case: a push build of main, artifact `cupy-cuda13x-py3.12-linux-64-<HEAD>`.
+    fn push_build(&self) -> u64 {
+        let (w, b) = self.signed(
+            "push",
+            &claims("push", "ci.yml", 500, None),
+            None,
+            b"the wheel",
+        );
+        self.publish(&push_name(), 500, "push", None, &[w, b])
+    }
+
+    fn fetch(&self, gh: &FakeGithub, extra: &[&str]) -> (Run, PathBuf) {
+        let out = self.dir.path().join(format!("out-{}", rand_suffix()));
+        let token = self.dir.path().join(format!("token-{}", rand_suffix()));
+        std::fs::write(&token, TOKEN).unwrap();
+        let r = run(vouch()
+            .arg("-vvv")
+            .arg("fetch")
+            .args([
+                "--repo",
+                REPO,
+                "--workflow",
+                ".github/workflows/ci.yml",
+                "--api-url",
+                &gh.url,
+                "--token-file",
+            ])
+            .arg(&token)
+            .arg("--trust-root")
+            .arg(&self.root)
+            .arg("--out")
+            .arg(&out)
+            .arg("--json")
+            .args(extra));
+        assert!(!token.exists(), "the token file is deleted after reading");
+        for text in [&r.stdout, &r.stderr] {
+            assert!(!text.contains(TOKEN), "the token leaked into output");
+            assert!(
+                !text.contains("blob-signature-secret"),
+                "the download URL's query leaked"
+            );
+        }
+        assert!(
+            !gh.blob_saw_auth(),
+            "the blob host received an Authorization header"
+        );
+        assert_eq!(
+            gh.unauthorized(),
+            0,
+            "every API call carried the token and API version"
+        );
+        (r, out)
+    }
+
+    fn github(&self) -> FakeGithub {
+        FakeGithub::start(self.store.clone(), TOKEN)
+    }
+}
+
+fn rand_suffix() -> String {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static N: AtomicU32 = AtomicU32::new(0);
+    N.fetch_add(1, Ordering::Relaxed).to_string()
+}
+
+fn push_name() -> String {
+    format!("cupy-cuda13x-py3.12-linux-64-{HEAD}")
+}
+
+const PUSH: &[&str] = &[
+    "--event",
+    "push",
+    "--sha",
+    HEAD,
+    "--dist",
+    "cupy-cuda13x",
+    "--python-version",
+    "3.12",
+    "--platform",
+    "linux-64",
+    "--cell",
+    "cuda13x-py3.12-linux-64",
+];
+
+fn assert_rejected(r: &Run, out: &Path, code: i32, reason: &str) {
+    assert_eq!(r.code, code, "stdout: {}\nstderr: {}", r.stdout, r.stderr);
+    assert!(
+        r.stderr.contains(reason),
+        "expected {reason:?} in:\n{}",
+        r.stderr
+    );
+    assert!(
+        !out.exists() || std::fs::read_dir(out).unwrap().next().is_none(),
+        "nothing may be written on failure"
+    );
+}
+
+#[test]
+fn push_build_fetches_in_four_api_calls() {
+    let w = World::new();
+    w.push_build();
+    let gh = w.github();
+    let (r, out) = w.fetch(&gh, PUSH);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let j = r.json();
+    assert_eq!(j["run_id"], 500);
+    assert!(gh.api_calls() <= 4, "{} API calls", gh.api_calls());
+    assert_eq!(j["api_calls"], gh.api_calls());
+    assert_eq!(std::fs::read(out.join(WHEEL)).unwrap(), b"the wheel");
+    assert!(out.join(format!("{WHEEL}.sigstore.json")).is_file());
+    assert_eq!(
+        j["wheels"][0]["verified"]["signer"]["run"],
+        "https://github.com/cupy/cupy/actions/runs/500/attempts/1"
+    );
+}
+
+#[test]
+fn pull_request_build_checks_both_shas() {
+    let w = World::new();
+    let (wh, b) = w.signed(
+        "pr",
+        &claims("pull_request", "ci.yml", 700, Some(7)),
+        Some(7),
+        b"pr wheel",
+    );
+    let name = format!("cupy-cuda13x-py3.12-linux-64-pr7-{HEAD}");
+    w.publish(&name, 700, "pull_request", Some(7), &[wh, b]);
+    let gh = w.github();
+    let (r, _) = w.fetch(
+        &gh,
+        &[
+            "--event",
+            "pull_request",
+            "--pr",
+            "7",
+            "--sha",
+            HEAD,
+            "--artifact-name",
+            &name,
+        ],
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let v = &r.json()["wheels"][0]["verified"];
+    assert_eq!(
+        v["signer"]["sha"], MERGE,
+        "the certificate names the merge commit"
+    );
+    assert_eq!(v["statement"]["vouch"]["pr_head_sha"], HEAD);
+}
+
+#[test]
+fn newest_passing_candidate_wins_and_rejections_are_reported() {
+    let w = World::new();
+    w.push_build();
+    // A re-run (newer artifact) of a run that failed.
+    let (wh, b) = w.signed(
+        "rerun",
+        &claims("push", "ci.yml", 501, None),
+        None,
+        b"rerun wheel",
+    );
+    w.publish(&push_name(), 501, "push", None, &[wh, b]);
+    w.edit("runs/501.json", |r| r["conclusion"] = "failure".into());
+    let gh = w.github();
+    let (r, out) = w.fetch(&gh, PUSH);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(r.json()["run_id"], 500);
+    assert!(
+        r.json()["rejected"][0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("did not succeed")
+    );
+    assert_eq!(std::fs::read(out.join(WHEEL)).unwrap(), b"the wheel");
+}
+
+fn pin_attack(edit: impl FnOnce(&mut Value), reason: &str) {
+    let w = World::new();
+    w.push_build();
+    w.edit("runs/500.json", edit);
+    let gh = w.github();
+    let (r, out) = w.fetch(&gh, PUSH);
+    assert_rejected(&r, &out, 30, reason);
+}
+
+#[test]
+fn rejects_same_named_artifact_from_sibling_workflow() {
+    pin_attack(
+        |r| r["workflow_id"] = 999.into(),
+        "workflow_id 999 is not 161335",
+    );
+}
+
+#[test]
+fn rejects_failed_run() {
+    pin_attack(|r| r["conclusion"] = "failure".into(), "did not succeed");
+}
+
+#[test]
+fn rejects_cancelled_run() {
+    pin_attack(|r| r["conclusion"] = "cancelled".into(), "did not succeed");
+}
+
+#[test]
+fn rejects_run_of_another_event() {
+    pin_attack(
+        |r| r["event"] = "workflow_dispatch".into(),
+        "event is \"workflow_dispatch\"",
+    );
+}
+
+#[test]
+fn rejects_run_of_another_head_sha() {
+    pin_attack(
+        |r| r["head_sha"] = "3333333333333333333333333333333333333333".into(),
+        "head_sha is 3333",
+    );
+}
+
+#[test]
+fn rejects_fork_run_for_push() {
+    pin_attack(
+        |r| {
+            r["head_repository"]["full_name"] = "attacker/cupy".into();
+            r["head_repository"]["fork"] = true.into();
+        },
+        "a fork or another repository",
+    );
+}
+
+#[test]
+fn rejects_artifact_whose_run_id_is_not_the_pinned_run() {
+    let w = World::new();
+    w.push_build();
+    // The artifact claims run 501; the API's run 501 is another run (id 500).
+    let id = 1001;
+    w.edit(&format!("artifacts/{id}.json"), |a| {
+        a["workflow_run"]["id"] = 501.into()
+    });
+    std::fs::copy(w.store.join("runs/500.json"), w.store.join("runs/501.json")).unwrap();
+    let gh = w.github();
+    let (r, out) = w.fetch(&gh, PUSH);
+    assert_rejected(&r, &out, 30, "workflow_run.id is not the run");
+}
+
+#[test]
+fn rejects_expired_artifact() {
+    let w = World::new();
+    let id = w.push_build();
+    let gh = w.github();
+    gh.faults.expired.lock().unwrap().push(id);
+    let (r, out) = w.fetch(&gh, PUSH);
+    assert_rejected(&r, &out, 31, "expired (HTTP 410)");
+}
+
+/// Rewrites the artifact zip with other members (and, as an uploader would, its digest).
+fn replace_zip(w: &World, id: u64, members: &[(&str, Vec<u8>)]) {
+    let p = w.store.join(format!("artifacts/{id}.zip"));
+    let mut z = zip::ZipWriter::new(std::fs::File::create(&p).unwrap());
+    for (name, data) in members {
+        z.start_file(*name, zip::write::SimpleFileOptions::default())
+            .unwrap();
+        std::io::Write::write_all(&mut z, data).unwrap();
+    }
+    z.finish().unwrap();
+    let digest = format!("sha256:{}", sha256_file(&p));
+    w.edit(&format!("artifacts/{id}.json"), |a| {
+        a["digest"] = digest.into()
+    });
+}
+
+#[test]
+fn rejects_wheel_swapped_inside_the_zip() {
+    let w = World::new();
+    let id = w.push_build();
+    let bundle = std::fs::read(
+        w.dir
+            .path()
+            .join(format!("build-push/{WHEEL}.sigstore.json")),
+    )
+    .unwrap();
+    replace_zip(
+        &w,
+        id,
+        &[
+            (WHEEL, b"a trojan wheel".to_vec()),
+            (&format!("{WHEEL}.sigstore.json"), bundle),
+        ],
+    );
+    let gh = w.github();
+    let (r, out) = w.fetch(&gh, PUSH);
+    assert_rejected(&r, &out, 15, "digest check failed");
+}
+
+#[test]
+fn rejects_bundle_replayed_from_another_pr() {
+    let w = World::new();
+    // PR 8's genuine build, replayed under PR 7's artifact name and run.
+    let (wh, b) = w.signed(
+        "pr8",
+        &claims("pull_request", "ci.yml", 700, Some(8)),
+        Some(8),
+        b"pr8 wheel",
+    );
+    let name = format!("cupy-cuda13x-py3.12-linux-64-pr7-{HEAD}");
+    w.publish(&name, 700, "pull_request", Some(7), &[wh, b]);
+    let gh = w.github();
+    let (r, out) = w.fetch(
+        &gh,
+        &[
+            "--event",
+            "pull_request",
+            "--pr",
+            "7",
+            "--sha",
+            HEAD,
+            "--artifact-name",
+            &name,
+        ],
+    );
+    assert_rejected(&r, &out, 16, "pr_number");
+}
+
+#[test]
+fn rejects_bundle_signed_by_another_workflow_of_the_repo() {
+    let w = World::new();
+    let (wh, b) = w.signed(
+        "other-wf",
+        &claims("push", "release.yml", 500, None),
+        None,
+        b"the wheel",
+    );
+    w.publish(&push_name(), 500, "push", None, &[wh, b]);
+    let gh = w.github();
+    let (r, out) = w.fetch(&gh, PUSH);
+    assert_rejected(&r, &out, 16, "build config workflow");
+}
+
+fn archive_attack(members: Vec<(&str, Vec<u8>)>, reason: &str) {
+    let w = World::new();
+    let id = w.push_build();
+    replace_zip(&w, id, &members);
+    let gh = w.github();
+    let (r, out) = w.fetch(&gh, PUSH);
+    assert_rejected(&r, &out, 32, reason);
+    assert!(!w.dir.path().parent().unwrap().join("evil").exists());
+}
+
+#[test]
+fn rejects_zip_with_parent_traversal() {
+    archive_attack(vec![("../evil", b"x".to_vec())], "`..` component");
+}
+
+#[test]
+fn rejects_zip_with_absolute_member() {
+    archive_attack(vec![("/tmp/evil", b"x".to_vec())], "absolute path");
+}
+
+#[test]
+fn rejects_zip_with_symlink_member() {
+    let w = World::new();
+    let id = w.push_build();
+    let p = w.store.join(format!("artifacts/{id}.zip"));
+    let mut z = zip::ZipWriter::new(std::fs::File::create(&p).unwrap());
+    z.add_symlink(
+        "link",
+        "/etc/passwd",
+        zip::write::SimpleFileOptions::default(),
+    )
+    .unwrap();
+    z.finish().unwrap();
+    let digest = format!("sha256:{}", sha256_file(&p));
+    w.edit(&format!("artifacts/{id}.json"), |a| {
+        a["digest"] = digest.into()
+    });
+    let gh = w.github();
+    let (r, out) = w.fetch(&gh, PUSH);
+    assert_rejected(&r, &out, 32, "symbolic link");
+}
+
+#[test]
+fn rejects_zip_with_ten_thousand_members() {
+    let names: Vec<String> = (0..10_000).map(|i| format!("f{i}")).collect();
+    archive_attack(
+        names.iter().map(|n| (n.as_str(), Vec::new())).collect(),
+        "10000 members",
+    );
+}
+
+#[test]
+fn rejects_zip_bomb() {
+    // One deflated member of 10 MB of zeros (about 10 KB), raw-copied 1000 times: 10 MB on
+    // the wire, 10 GB declared. The declared sizes stop it before anything is inflated.
+    let w = World::new();
+    let id = w.push_build();
+    let seed = w.dir.path().join("seed.zip");
+    let mut z = zip::ZipWriter::new(std::fs::File::create(&seed).unwrap());
+    z.start_file(
+        "zeros",
+        zip::write::SimpleFileOptions::default()
+            .compression_method(zip::CompressionMethod::Deflated),
+    )
+    .unwrap();
+    std::io::Write::write_all(&mut z, &vec![0u8; 10 << 20]).unwrap();
+    z.finish().unwrap();
+    let p = w.store.join(format!("artifacts/{id}.zip"));
+    let mut src = zip::ZipArchive::new(std::fs::File::open(&seed).unwrap()).unwrap();
+    let mut bomb = zip::ZipWriter::new(std::fs::File::create(&p).unwrap());
+    for i in 0..1000 {
+        bomb.raw_copy_file_rename(src.by_index(0).unwrap(), format!("z{i}"))
+            .unwrap();
+    }
+    bomb.finish().unwrap();
+    assert!(std::fs::metadata(&p).unwrap().len() < 20 << 20);
+    let digest = format!("sha256:{}", sha256_file(&p));
+    w.edit(&format!("artifacts/{id}.json"), |a| {
+        a["digest"] = digest.into()
+    });
+    let gh = w.github();
+    let (r, out) = w.fetch(&gh, PUSH);
+    assert_rejected(&r, &out, 32, "zip bomb");
+}
+
+#[test]
+fn rejects_truncated_download() {
+    let w = World::new();
+    w.push_build();
+    let gh = w.github();
+    gh.faults
+        .truncate
+        .store(true, std::sync::atomic::Ordering::Relaxed);
+    let (r, out) = w.fetch(&gh, PUSH);
+    assert_rejected(&r, &out, 31, "/blob/");
+}
+
+#[test]
+fn retries_a_500_then_succeeds() {
+    let w = World::new();
+    w.push_build();
+    let gh = w.github();
+    gh.faults
+        .run_500s
+        .store(1, std::sync::atomic::Ordering::Relaxed);
+    let (r, _) = w.fetch(&gh, PUSH);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(gh.api_calls(), 5, "one retried call");
+}
+
+#[test]
+fn waits_on_429_retry_after_then_succeeds() {
+    let w = World::new();
+    w.push_build();
+    let gh = w.github();
+    gh.faults
+        .run_429_once
+        .store(true, std::sync::atomic::Ordering::Relaxed);
+    let t = std::time::Instant::now();
+    let (r, _) = w.fetch(&gh, PUSH);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        t.elapsed() >= std::time::Duration::from_secs(1),
+        "retry-after: 1 was honoured"
+    );
+}
+
+#[test]
+fn permanent_5xx_fails_after_bounded_retries() {
+    let w = World::new();
+    w.push_build();
+    let gh = w.github();
+    gh.faults
+        .run_500s
+        .store(100, std::sync::atomic::Ordering::Relaxed);
+    let (r, out) = w.fetch(&gh, PUSH);
+    assert_rejected(&r, &out, 31, "gave up after 4 attempts: HTTP 500");
+    assert_eq!(gh.api_calls(), 2 + 4);
+}
+
+#[test]
+fn paginates_artifact_lists() {
+    let w = World::new();
+    for run_id in [498, 499] {
+        let (wh, b) = w.signed(
+            &format!("old{run_id}"),
+            &claims("push", "ci.yml", run_id, None),
+            None,
+            b"old",
+        );
+        w.publish(&push_name(), run_id, "push", None, &[wh, b]);
+        w.edit(&format!("runs/{run_id}.json"), |r| {
+            r["conclusion"] = "failure".into()
+        });
+    }
+    w.push_build();
+    let gh = w.github();
+    gh.faults
+        .page_size
+        .store(2, std::sync::atomic::Ordering::Relaxed);
+    let (r, _) = w.fetch(&gh, PUSH);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(r.json()["run_id"], 500);
+}
+
+#[test]
+fn install_installs_nothing_when_a_check_fails_and_pins_hashes_when_all_pass() {
+    let w = World::new();
+    // A real wheel: the sample, built by vouch.
+    let src = w.dir.path().join("sample");
+    copy_sample(&src);
+    let built = run(vouch()
+        .arg("build")
+        .arg("--source")
+        .arg(&src)
+        .arg("--out")
+        .arg(w.dir.path().join("wheels"))
+        .arg("--work-dir")
+        .arg(w.dir.path().join("work"))
+        .arg("--json"));
+    assert_eq!(built.code, 0, "{}", built.stderr);
+    let wheel = PathBuf::from(built.json()["wheel"].as_str().unwrap());
+    let name = wheel.file_name().unwrap().to_str().unwrap().to_owned();
+    let d = w.dir.path().join("sign");
+    std::fs::create_dir_all(&d).unwrap();
+    let bundle = d.join(format!("{name}.sigstore.json"));
+    let token = d.join("token");
+    let c = claims("push", "ci.yml", 500, None);
+    std::fs::write(&token, w.sigstore.mint_token(&c)).unwrap();
+    let r = run(vouch()
+        .arg("attest")
+        .arg(&wheel)
+        .arg("--out")
+        .arg(&bundle)
+        .args([
+            "--fulcio-url",
+            &w.sigstore.url,
+            "--rekor-url",
+            &w.sigstore.url,
+            "--oidc-token-file",
+        ])
+        .arg(&token)
+        .env("GITHUB_ACTIONS", "true")
+        .env("GITHUB_REPOSITORY", REPO)
+        .env("GITHUB_WORKFLOW_REF", &c.workflow_ref)
+        .env("GITHUB_REF", &c.git_ref)
+        .env("GITHUB_SHA", HEAD)
+        .env("GITHUB_EVENT_NAME", "push")
+        .env("GITHUB_RUN_ID", "500")
+        .env("GITHUB_RUN_ATTEMPT", "1")
+        .env("RUNNER_ENVIRONMENT", "github-hosted"));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let art = "vouch-sample-py3.11-linux-64";
+    w.publish(
+        &format!("{art}-{HEAD}"),
+        500,
+        "push",
+        None,
+        &[wheel.clone(), bundle],
+    );
+    let target = w.dir.path().join("site");
+    let install = |extra: &[&str]| {
+        run(vouch()
+            .arg("install")
+            .args([
+                "--repo",
+                REPO,
+                "--event",
+                "push",
+                "--sha",
+                HEAD,
+                "--artifact-name",
+                &format!("{art}-{HEAD}"),
+            ])
+            .arg("--store")
+            .arg(&w.store)
+            .arg("--trust-root")
+            .arg(&w.root)
+            .arg("--python")
+            .arg(venv_python())
+            .args(extra)
+            .arg("--")
+            .arg("--target")
+            .arg(&target)
+            .arg("-q"))
+    };
+    // A policy the artifact does not meet (another run event): nothing installed.
+    w.edit("runs/500.json", |r| r["event"] = "workflow_dispatch".into());
+    let r = install(&[]);
+    assert_eq!(r.code, 30, "{}", r.stderr);
+    assert!(!target.exists(), "nothing installed");
+    w.edit("runs/500.json", |r| r["event"] = "push".into());
+    let r = install(&[]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let out = std::process::Command::new(venv_python())
+        .env("PYTHONPATH", &target)
+        .args(["-c", "import vouch_sample; print(vouch_sample.greeting())"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "hello from vouch-sample"
+    );
+}
+
+#[test]
+fn token_from_environment_works_with_a_warning() {
+    let w = World::new();
+    w.push_build();
+    let gh = w.github();
+    let r = run(vouch()
+        .arg("fetch")
+        .args(["--repo", REPO, "--api-url", &gh.url, "--trust-root"])
+        .arg(&w.root)
+        .arg("--out")
+        .arg(w.dir.path().join("o"))
+        .args(PUSH)
+        .env("GH_TOKEN", TOKEN));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stderr.contains("warning: using the token from $GH_TOKEN"));
+    assert!(!r.stderr.contains(TOKEN) && !r.stdout.contains(TOKEN));
+}
