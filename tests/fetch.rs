@@ -6,7 +6,7 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use common::fake_github::FakeGithub;
+use vouch_testgh::FakeGithub;
 use common::*;
 use serde_json::Value;
 use vouch_testsig::{GithubClaims, LocalSigstore};

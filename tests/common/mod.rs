@@ -272,4 +272,3 @@ impl Drop for RedisServer {
         let _ = self.child.wait();
     }
 }
-pub mod fake_github;
