@@ -46,27 +46,108 @@ struct DemoReport {
     identical: bool,
     bundle: Option<std::path::PathBuf>,
     verified: Option<vouch_verify::Verified>,
+    /// What the installed sample printed on import.
+    installed: Option<String>,
 }
 
 /// The sample's stand-in provenance: a local key, a local run context.
 const DEMO_REPO: &str = "vouch-build/vouch-sample";
 const DEMO_COMMIT: &str = "0000000000000000000000000000000000000000";
+const DEMO_WORKFLOW: &str = ".github/workflows/ci.yml";
+const DEMO_RUN: u64 = 1;
+
+/// The consumer's side on one machine: publish build 1's wheel and bundle into a local
+/// artifact store laid out like GitHub's, then `install` it (find, pin the run, verify, pip
+/// install with the hash pinned) into a fresh venv, and import it.
+fn publish_and_install(
+    build: &vouch_build::BuildOutput,
+    bundle: &Path,
+    public_key: &str,
+    out_root: &Path,
+    scratch: &Path,
+) -> anyhow::Result<String> {
+    let store = out_root.join("store");
+    let python = build
+        .python
+        .rsplitn(2, '.')
+        .last()
+        .unwrap_or(&build.python)
+        .to_owned();
+    let name = format!("vouch-sample-py{python}-linux-64-{DEMO_COMMIT}");
+    let run = vouch_fetch::RunInfo {
+        repo: DEMO_REPO.into(),
+        run_id: DEMO_RUN,
+        workflow_id: 1,
+        workflow_path: DEMO_WORKFLOW.into(),
+        event: "push".into(),
+        head_sha: DEMO_COMMIT.into(),
+        pr: None,
+    };
+    vouch_fetch::publish(
+        &store,
+        &name,
+        &run,
+        &[build.wheel.clone(), bundle.to_owned()],
+    )?;
+    let venv = scratch.join("venv");
+    let st = std::process::Command::new("python3")
+        .args(["-m", "venv"])
+        .arg(&venv)
+        .status()
+        .context("python3 -m venv")?;
+    anyhow::ensure!(st.success(), "python3 -m venv failed");
+    let exp = vouch_fetch::Expectation {
+        repo: DEMO_REPO.into(),
+        workflow: DEMO_WORKFLOW.into(),
+        event: "push".into(),
+        sha: DEMO_COMMIT.into(),
+        pr: None,
+        artifact_name: name,
+        cell: None,
+    };
+    let cfg = vouch_fetch::VerifyConfig {
+        trust: vouch_fetch::Trust::Key(public_key.to_owned()),
+        runner: Some("local".into()),
+    };
+    let source = vouch_fetch::Source::Store(vouch_fetch::LocalStore { root: store });
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let report = rt.block_on(vouch_fetch::fetch(
+        &source,
+        &exp,
+        &cfg,
+        &scratch.join("fetched"),
+    ))?;
+    let py = venv.join("bin/python");
+    crate::fetch_cmd::pip_install_verified(&py, &report, scratch, &["-q".to_owned()])?;
+    let out = std::process::Command::new(&py)
+        .args(["-c", "import vouch_sample; print(vouch_sample.greeting())"])
+        .output()?;
+    anyhow::ensure!(
+        out.status.success(),
+        "importing the installed sample failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Ok(String::from_utf8_lossy(&out.stdout).trim().to_owned())
+}
 
 /// Signs build 1's wheel with a fresh local key, then verifies build 2's wheel (built from
 /// another directory) against that provenance: reproducibility is what lets it pass.
 fn sign_and_cross_verify(
     builds: &[vouch_build::BuildOutput],
     out_root: &Path,
-) -> anyhow::Result<(std::path::PathBuf, vouch_verify::Verified)> {
+) -> anyhow::Result<(std::path::PathBuf, vouch_verify::Verified, String)> {
     let (private, public) = vouch_attest::generate_key()?;
     let key = vouch_attest::load_key(&private, "demo key")?;
     let ctx = vouch_attest::RunContext {
         server_url: "https://github.com".into(),
         repository: DEMO_REPO.into(),
-        workflow_path: "local".into(),
-        git_ref: "local".into(),
+        workflow_path: DEMO_WORKFLOW.into(),
+        git_ref: "refs/heads/main".into(),
         sha: DEMO_COMMIT.into(),
-        event_name: "local".into(),
+        event_name: "push".into(),
+        run_id: Some(DEMO_RUN.to_string()),
         runner_environment: Some("local".into()),
         ..Default::default()
     };
@@ -95,7 +176,7 @@ fn sign_and_cross_verify(
     };
     let verified =
         vouch_verify::verify_with_key(&builds[1].sha256, &evidence[0], &public, &policy, None)?;
-    Ok((bundle_path, verified))
+    Ok((bundle_path, verified, public))
 }
 
 pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
@@ -137,11 +218,13 @@ pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
         builds.push(built);
     }
     let identical = builds[0].sha256 == builds[1].sha256;
-    let (bundle, verified) = if identical {
-        let (b, v) = sign_and_cross_verify(&builds, &out_root)?;
-        (Some(b), Some(v))
+    let (bundle, verified, installed) = if identical {
+        let (b, v, public) = sign_and_cross_verify(&builds, &out_root)?;
+        let greeting = publish_and_install(&builds[0], &b, &public, &out_root, scratch.path())
+            .context("installing the sample from the local artifact store")?;
+        (Some(b), Some(v), Some(greeting))
     } else {
-        (None, None)
+        (None, None, None)
     };
     if args.common.json {
         output::json(&DemoReport {
@@ -149,6 +232,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
             identical,
             bundle,
             verified,
+            installed,
         });
     } else {
         for (i, b) in builds.iter().enumerate() {
@@ -163,6 +247,11 @@ pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
             output::data(
                 "verified build 2 against that provenance: signature ok, statement ok, digest ok",
             );
+        }
+        if let Some(g) = &installed {
+            output::data(format!(
+                "installed from the local artifact store into a fresh venv (run pinned, verified, hash-pinned pip): import says {g:?}"
+            ));
         }
     }
     if args.out.is_none() {

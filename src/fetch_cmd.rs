@@ -350,7 +350,27 @@ pub fn install(cmd: InstallCmd) -> anyhow::Result<ExitCode> {
         .clone()
         .unwrap_or_else(|| scratch.path().join("wheels"));
     let report = do_fetch(&cmd.fetch, &out)?;
-    // Exactly the verified files, each pinned to the digest that was verified.
+    pip_install_verified(&cmd.python, &report, scratch.path(), &cmd.pip_args)?;
+    if cmd.fetch.json {
+        output::json(&serde_json::json!({ "installed": true, "fetch": report }));
+    } else {
+        print_report(&report);
+        output::data(format!(
+            "installed {} verified wheel(s)",
+            report.wheels.len()
+        ));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `pip install --no-deps --require-hashes` of exactly the verified files, each pinned to the
+/// digest that was verified, with no GitHub token in pip's environment.
+pub fn pip_install_verified(
+    python: &Path,
+    report: &FetchReport,
+    scratch: &Path,
+    pip_args: &[String],
+) -> anyhow::Result<()> {
     let mut req = String::new();
     for w in &report.wheels {
         let name = w
@@ -365,9 +385,9 @@ pub fn install(cmd: InstallCmd) -> anyhow::Result<ExitCode> {
             w.sha256.hex()
         ));
     }
-    let req_file = scratch.path().join("requirements.txt");
+    let req_file = scratch.join("requirements.txt");
     std::fs::write(&req_file, &req)?;
-    let mut pip = std::process::Command::new(&cmd.python);
+    let mut pip = std::process::Command::new(python);
     pip.args([
         "-m",
         "pip",
@@ -377,13 +397,13 @@ pub fn install(cmd: InstallCmd) -> anyhow::Result<ExitCode> {
         "-r",
     ])
     .arg(&req_file)
-    .args(&cmd.pip_args);
+    .args(pip_args);
     for var in ["GH_TOKEN", "GITHUB_TOKEN", "GH_TOKEN_FILE"] {
         pip.env_remove(var);
     }
     let status = pip
         .status()
-        .with_context(|| format!("running {} -m pip", cmd.python.display()))?;
+        .with_context(|| format!("running {} -m pip", python.display()))?;
     if !status.success() {
         return Err(FetchFailed {
             code: INSTALL_FAILED,
@@ -391,16 +411,7 @@ pub fn install(cmd: InstallCmd) -> anyhow::Result<ExitCode> {
         }
         .into());
     }
-    if cmd.fetch.json {
-        output::json(&serde_json::json!({ "installed": true, "fetch": report }));
-    } else {
-        print_report(&report);
-        output::data(format!(
-            "installed {} verified wheel(s)",
-            report.wheels.len()
-        ));
-    }
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }
 
 pub fn publish(cmd: PublishCmd) -> anyhow::Result<ExitCode> {

@@ -275,7 +275,12 @@ fn demo_builds_twice_and_reports_identical() {
     let r = run(vouch().arg("demo").arg("--out").arg(dir.path()));
     assert_eq!(r.code, 0, "{}", r.stderr);
     let lines: Vec<&str> = r.stdout.lines().collect();
-    assert_eq!(lines.len(), 5, "{}", r.stdout);
+    assert_eq!(lines.len(), 6, "{}", r.stdout);
+    assert!(
+        lines[5].ends_with("import says \"hello from vouch-sample\""),
+        "{}",
+        r.stdout
+    );
     let d1 = lines[0].strip_prefix("build 1: ").unwrap();
     let d2 = lines[1].strip_prefix("build 2: ").unwrap();
     assert_eq!(d1, d2);

@@ -6,9 +6,9 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use vouch_testgh::FakeGithub;
 use common::*;
 use serde_json::Value;
+use vouch_testgh::FakeGithub;
 use vouch_testsig::{GithubClaims, LocalSigstore};
 
 const REPO: &str = "cupy/cupy";
@@ -744,4 +744,49 @@ fn token_from_environment_works_with_a_warning() {
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(r.stderr.contains("warning: using the token from $GH_TOKEN"));
     assert!(!r.stderr.contains(TOKEN) && !r.stdout.contains(TOKEN));
+}
+
+#[test]
+fn from_flexci_derives_pr_and_commit() {
+    let w = World::new();
+    let (wh, b) = w.signed(
+        "pr",
+        &claims("pull_request", "ci.yml", 700, Some(7)),
+        Some(7),
+        b"pr wheel",
+    );
+    w.publish(
+        &format!("cupy-cuda13x-py3.12-linux-64-pr7-{HEAD}"),
+        700,
+        "pull_request",
+        Some(7),
+        &[wh, b],
+    );
+    let gh = w.github();
+    let out = w.dir.path().join("flexci-out");
+    let r = run(vouch()
+        .arg("fetch")
+        .args([
+            "--repo",
+            REPO,
+            "--from-flexci",
+            "--dist",
+            "cupy-cuda13x",
+            "--python-version",
+            "3.12",
+            "--platform",
+            "linux-64",
+            "--api-url",
+            &gh.url,
+            "--trust-root",
+        ])
+        .arg(&w.root)
+        .arg("--out")
+        .arg(&out)
+        .env("GH_TOKEN", TOKEN)
+        .env("FLEXCI_BRANCH", "refs/pull/7/merge")
+        .env("FLEXCI_REFERENCE_COMMIT_ID", HEAD));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stderr.contains("pull_request"), "{}", r.stderr);
+    assert!(out.join(WHEEL).is_file());
 }
