@@ -108,7 +108,8 @@ fn run_context(args: &ContextArgs) -> anyhow::Result<RunContext> {
     })
 }
 
-fn hash_file(path: &Path) -> anyhow::Result<vouch_core::Sha256Digest> {
+/// Streams a file through sha256.
+pub fn hash_file(path: &Path) -> anyhow::Result<vouch_core::Sha256Digest> {
     let mut hasher = vouch_core::Sha256Hasher::new();
     let mut f = std::fs::File::open(path).with_context(|| format!("opening {path:?}"))?;
     std::io::copy(&mut f, &mut hasher).with_context(|| format!("reading {path:?}"))?;

@@ -139,13 +139,6 @@ pub struct VerifyArgs {
     pub common: Common,
 }
 
-fn hash_file(path: &std::path::Path) -> anyhow::Result<Sha256Digest> {
-    let mut hasher = vouch_core::Sha256Hasher::new();
-    let mut f = std::fs::File::open(path).with_context(|| format!("opening {path:?}"))?;
-    std::io::copy(&mut f, &mut hasher).with_context(|| format!("reading {path:?}"))?;
-    Ok(hasher.finish())
-}
-
 #[derive(serde::Serialize)]
 struct Failure<'a> {
     verified: bool,
@@ -156,7 +149,7 @@ struct Failure<'a> {
 pub fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
     let policy = args.policy.policy()?;
     let digest = match (&args.file, args.digest) {
-        (Some(f), _) => hash_file(f)?,
+        (Some(f), _) => crate::attest_cmd::hash_file(f)?,
         (None, Some(d)) => d,
         (None, None) => unreachable!("clap requires one"),
     };

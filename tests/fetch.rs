@@ -66,34 +66,16 @@ impl World {
         let wheel = d.join(WHEEL);
         std::fs::write(&wheel, data).unwrap();
         let bundle = d.join(format!("{WHEEL}.sigstore.json"));
-        let token = d.join("token");
-        std::fs::write(&token, self.sigstore.mint_token(c)).unwrap();
-        let event = d.join("event.json");
-        std::fs::write(&event, serde_json::json!({"pull_request": pr.map(|n| serde_json::json!({"number": n, "head": {"sha": HEAD}}))}).to_string()).unwrap();
-        let r = run(vouch()
-            .arg("attest")
-            .arg(&wheel)
-            .arg("--out")
-            .arg(&bundle)
-            .args([
-                "--fulcio-url",
-                &self.sigstore.url,
-                "--rekor-url",
-                &self.sigstore.url,
-                "--oidc-token-file",
-            ])
-            .arg(&token)
-            .args(["--cell", "cuda13x-py3.12-linux-64"])
-            .env("GITHUB_ACTIONS", "true")
-            .env("GITHUB_REPOSITORY", REPO)
-            .env("GITHUB_WORKFLOW_REF", &c.workflow_ref)
-            .env("GITHUB_REF", &c.git_ref)
-            .env("GITHUB_SHA", &c.sha)
-            .env("GITHUB_EVENT_NAME", &c.event_name)
-            .env("GITHUB_RUN_ID", &c.run_id)
-            .env("GITHUB_RUN_ATTEMPT", "1")
-            .env("RUNNER_ENVIRONMENT", "github-hosted")
-            .env("GITHUB_EVENT_PATH", &event));
+        let event = serde_json::json!({"pull_request": pr.map(|n| serde_json::json!({"number": n, "head": {"sha": HEAD}}))}).to_string();
+        let r = attest_keyless(
+            &self.sigstore,
+            c,
+            &wheel,
+            &bundle,
+            Some(&event),
+            &[],
+            &["--cell", "cuda13x-py3.12-linux-64"],
+        );
         assert_eq!(r.code, 0, "attest: {}", r.stderr);
         (wheel, bundle)
     }
@@ -649,31 +631,15 @@ fn install_installs_nothing_when_a_check_fails_and_pins_hashes_when_all_pass() {
     let d = w.dir.path().join("sign");
     std::fs::create_dir_all(&d).unwrap();
     let bundle = d.join(format!("{name}.sigstore.json"));
-    let token = d.join("token");
-    let c = claims("push", "ci.yml", 500, None);
-    std::fs::write(&token, w.sigstore.mint_token(&c)).unwrap();
-    let r = run(vouch()
-        .arg("attest")
-        .arg(&wheel)
-        .arg("--out")
-        .arg(&bundle)
-        .args([
-            "--fulcio-url",
-            &w.sigstore.url,
-            "--rekor-url",
-            &w.sigstore.url,
-            "--oidc-token-file",
-        ])
-        .arg(&token)
-        .env("GITHUB_ACTIONS", "true")
-        .env("GITHUB_REPOSITORY", REPO)
-        .env("GITHUB_WORKFLOW_REF", &c.workflow_ref)
-        .env("GITHUB_REF", &c.git_ref)
-        .env("GITHUB_SHA", HEAD)
-        .env("GITHUB_EVENT_NAME", "push")
-        .env("GITHUB_RUN_ID", "500")
-        .env("GITHUB_RUN_ATTEMPT", "1")
-        .env("RUNNER_ENVIRONMENT", "github-hosted"));
+    let r = attest_keyless(
+        &w.sigstore,
+        &claims("push", "ci.yml", 500, None),
+        &wheel,
+        &bundle,
+        None,
+        &[],
+        &[],
+    );
     assert_eq!(r.code, 0, "{}", r.stderr);
     let art = "vouch-sample-py3.11-linux-64";
     w.publish(

@@ -272,3 +272,67 @@ impl Drop for RedisServer {
         let _ = self.child.wait();
     }
 }
+
+/// `vouch attest FILE --out BUNDLE`, keyless against a local Sigstore instance, in a GitHub
+/// Actions environment that matches `claims` (then `env` overrides, e.g. a lying run id).
+/// Checks the token file is consumed and the token never printed.
+pub fn attest_keyless(
+    sigstore: &vouch_testsig::LocalSigstore,
+    claims: &vouch_testsig::GithubClaims,
+    file: &Path,
+    bundle: &Path,
+    event_payload: Option<&str>,
+    env: &[(&str, &str)],
+    extra: &[&str],
+) -> Run {
+    let jwt = sigstore.mint_token(claims);
+    let token = bundle.with_extension("token");
+    std::fs::write(&token, &jwt).unwrap();
+    let mut cmd = vouch();
+    cmd.arg("-vvv")
+        .arg("attest")
+        .arg(file)
+        .arg("--out")
+        .arg(bundle)
+        .args([
+            "--signer",
+            "sigstore",
+            "--fulcio-url",
+            &sigstore.url,
+            "--rekor-url",
+            &sigstore.url,
+            "--oidc-token-file",
+        ])
+        .arg(&token)
+        .args(extra)
+        .env("GITHUB_ACTIONS", "true")
+        .env("GITHUB_REPOSITORY", &claims.repository)
+        .env("GITHUB_REPOSITORY_ID", &claims.repository_id)
+        .env("GITHUB_REPOSITORY_OWNER_ID", &claims.repository_owner_id)
+        .env("GITHUB_WORKFLOW_REF", &claims.workflow_ref)
+        .env("GITHUB_REF", &claims.git_ref)
+        .env("GITHUB_SHA", &claims.sha)
+        .env("GITHUB_EVENT_NAME", &claims.event_name)
+        .env("GITHUB_RUN_ID", &claims.run_id)
+        .env("GITHUB_RUN_ATTEMPT", &claims.run_attempt)
+        .env("RUNNER_ENVIRONMENT", &claims.runner_environment)
+        .env_remove("GITHUB_EVENT_PATH");
+    if let Some(payload) = event_payload {
+        let event = bundle.with_extension("event.json");
+        std::fs::write(&event, payload).unwrap();
+        cmd.env("GITHUB_EVENT_PATH", event);
+    }
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let r = run(&mut cmd);
+    assert!(!token.exists(), "the token file is removed after reading");
+    // The token is a bearer credential: never in output, even at trace level or on failure.
+    let signature_part = jwt.rsplit('.').next().unwrap();
+    assert!(
+        !r.stdout.contains(signature_part) && !r.stderr.contains(signature_part),
+        "token leaked:\n{}",
+        r.stderr
+    );
+    r
+}
