@@ -77,6 +77,9 @@ pub struct ClaimArgs {
     pub build_inputs_digest: Option<String>,
     #[arg(long, value_name = "SCOPE")]
     pub cache_scope: Option<String>,
+    /// The epoch the build used, recorded so `vouch rebuild` can use it too.
+    #[arg(long, env = "SOURCE_DATE_EPOCH", value_name = "SECONDS")]
+    pub source_date_epoch: Option<u64>,
 }
 
 fn run_context(args: &ContextArgs) -> anyhow::Result<RunContext> {
@@ -148,6 +151,7 @@ pub fn run(args: AttestArgs) -> anyhow::Result<ExitCode> {
         artifact_name: args.claims.artifact_name.clone(),
         build_inputs_digest: args.claims.build_inputs_digest.clone(),
         cache_scope: args.claims.cache_scope.clone(),
+        source_date_epoch: args.claims.source_date_epoch,
         ..VouchClaims::default()
     };
     let statement = statement_for(&ctx, subjects, &claims);

@@ -57,6 +57,11 @@ pub enum Command {
     /// The scoped compiler cache: gateway, environment, counters, credential check.
     #[command(subcommand)]
     Cache(crate::cache_cmd::CacheCommand),
+    /// Verify every distribution file under PATHs against the evidence next to it, offline.
+    /// Exits 0 only when every file verified.
+    Audit(crate::audit_cmd::AuditArgs),
+    /// Rebuild a wheel from the source its provenance names and compare the bytes.
+    Rebuild(crate::audit_cmd::RebuildArgs),
     /// Render or parse CI artifact names (`<dist>-py<X.Y>-<plat>[-pr<N>]-<sha>`).
     #[command(subcommand)]
     Name(NameCommand),
@@ -203,6 +208,8 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Attest(args) => crate::attest_cmd::run(args),
         Command::Cache(cmd) => crate::cache_cmd::run(cmd),
         Command::Fetch(cmd) => crate::fetch_cmd::fetch(cmd),
+        Command::Audit(args) => crate::audit_cmd::audit(args),
+        Command::Rebuild(args) => crate::audit_cmd::rebuild(args),
         Command::Install(cmd) => crate::fetch_cmd::install(cmd),
         Command::Publish(cmd) => crate::fetch_cmd::publish(cmd),
         Command::Keygen(args) => crate::attest_cmd::keygen(args),

@@ -2,6 +2,7 @@
 //! maps error kinds to the exit codes documented in the README.
 
 mod attest_cmd;
+mod audit_cmd;
 mod cache_cmd;
 mod cli;
 mod demo;

@@ -38,14 +38,21 @@ pub struct PolicyArgs {
     #[arg(long, value_name = "ID")]
     pub run_id: Option<String>,
     /// OIDC issuer (OID .1.8).
-    #[arg(long, default_value = vouch_verify::GITHUB_ISSUER)]
-    pub issuer: String,
+    /// [default: GitHub Actions' issuer]
+    #[arg(long, value_name = "URL")]
+    pub issuer: Option<String>,
     /// Runner environment (OID .1.11): `github-hosted`, `self-hosted`, or `any`.
-    #[arg(long, default_value = "github-hosted")]
-    pub runner: String,
+    /// [default: github-hosted]
+    #[arg(long, value_name = "KIND")]
+    pub runner: Option<String>,
     /// Predicate type: `slsa` (SLSA provenance v1), `pep740` (PyPI publish v1), or a URI.
-    #[arg(long, default_value = "slsa")]
-    pub predicate_type: String,
+    /// [default: slsa]
+    #[arg(long, value_name = "TYPE")]
+    pub predicate_type: Option<String>,
+    /// A TOML policy file: defaults, and `[[project]]` entries per distribution name. Flags
+    /// given on the command line win.
+    #[arg(long, value_name = "FILE")]
+    pub policy: Option<PathBuf>,
     /// Pull request number the vouch statement must claim.
     #[arg(long, value_name = "N")]
     pub pr: Option<u64>,
@@ -75,38 +82,65 @@ impl PolicyArgs {
         }
     }
 
-    pub fn policy(&self) -> anyhow::Result<Policy> {
-        // A full OWNER/REPO/PATH signer workflow names the repository too.
-        let names_repo = self.repo.is_some()
-            || self
-                .signer_workflow
-                .as_deref()
-                .is_some_and(|w| !w.starts_with(".github/"));
-        if self.key.is_none() && !names_repo {
-            anyhow::bail!(UsageError(
-                "keyless verification needs an identity: give --repo OWNER/NAME (or --signer-workflow OWNER/REPO/PATH)".into()
-            ));
+    /// The policy from the policy file (its defaults, then the entry for `dist`), then flags.
+    pub fn policy_for(
+        &self,
+        file: Option<&vouch_verify::PolicyFile>,
+        dist: Option<&str>,
+    ) -> Policy {
+        let mut p = Policy::default();
+        if let Some(f) = file {
+            f.default.apply(&mut p);
+            if let Some(spec) = dist.and_then(|d| f.project(d)) {
+                spec.apply(&mut p);
+            }
         }
-        let predicate_type = match self.predicate_type.as_str() {
-            "slsa" => vouch_attest::PREDICATE_SLSA_V1.to_owned(),
-            "pep740" => vouch_verify::PREDICATE_PEP740.to_owned(),
-            uri => uri.to_owned(),
-        };
-        Ok(Policy {
+        vouch_verify::PolicySpec {
             repository: self.repo.clone(),
             signer_workflow: self.signer_workflow.clone(),
             build_workflow: self.build_workflow.clone(),
             git_ref: self.git_ref.clone(),
             sha: self.sha.clone(),
             event: self.event.clone(),
-            run_id: self.run_id.clone(),
             issuer: self.issuer.clone(),
-            runner: (self.runner != "any").then(|| self.runner.clone()),
-            predicate_type,
-            pr: self.pr,
-            cell: self.cell.clone(),
-            ..Policy::default()
+            runner: self.runner.clone(),
+            predicate_type: self.predicate_type.clone(),
+        }
+        .apply(&mut p);
+        if self.run_id.is_some() {
+            p.run_id.clone_from(&self.run_id);
+        }
+        if self.pr.is_some() {
+            p.pr = self.pr;
+        }
+        if self.cell.is_some() {
+            p.cell.clone_from(&self.cell);
+        }
+        p
+    }
+
+    pub fn load_policy_file(&self) -> anyhow::Result<Option<vouch_verify::PolicyFile>> {
+        Ok(match &self.policy {
+            Some(path) => Some(vouch_verify::PolicyFile::load(path)?),
+            None => None,
         })
+    }
+
+    /// The policy for one file (or digest), refusing keyless verification without an identity.
+    pub fn policy(&self, dist: Option<&str>) -> anyhow::Result<Policy> {
+        let file = self.load_policy_file()?;
+        let p = self.policy_for(file.as_ref(), dist);
+        // A full OWNER/REPO/PATH signer workflow names the repository too.
+        let names_repo = p.repository.is_some()
+            || p.signer_workflow
+                .as_deref()
+                .is_some_and(|w| !w.starts_with(".github/"));
+        if self.key.is_none() && !names_repo {
+            anyhow::bail!(UsageError(
+                "keyless verification needs an identity: give --repo OWNER/NAME (or --signer-workflow OWNER/REPO/PATH, or a --policy file)".into()
+            ));
+        }
+        Ok(p)
     }
 }
 
@@ -147,7 +181,12 @@ struct Failure<'a> {
 }
 
 pub fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
-    let policy = args.policy.policy()?;
+    let dist = args
+        .file
+        .as_ref()
+        .and_then(|f| f.file_name())
+        .map(|n| vouch_audit::dist_name(&n.to_string_lossy()));
+    let policy = args.policy.policy(dist.as_deref())?;
     let digest = match (&args.file, args.digest) {
         (Some(f), _) => crate::attest_cmd::hash_file(f)?,
         (None, Some(d)) => d,

@@ -55,6 +55,9 @@ pub struct VouchClaims {
     pub build_inputs_digest: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cache_scope: Option<String>,
+    /// The epoch stamped on every file, so a rebuild can use the same.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source_date_epoch: Option<u64>,
 }
 
 /// Builds the statement for `subjects` produced in `ctx`.

@@ -1,0 +1,309 @@
+//! `vouch audit`: one verdict per distribution file, from the evidence found next to it,
+//! verified offline against one trust root (loaded once) and an identity policy, in parallel.
+
+use std::path::{Path, PathBuf};
+
+use rayon::prelude::*;
+use serde::Serialize;
+use vouch_core::Sha256Digest;
+use vouch_verify::{
+    ErrorKind, Evidence, EvidenceFormat, Policy, PolicyFile, Verified, Verifier, VerifyError,
+};
+
+/// Evidence file suffixes, in the order they are looked for.
+pub const EVIDENCE_SUFFIXES: &[&str] = &[
+    ".sigstore.json",
+    ".intoto.jsonl",
+    ".publish.attestation",
+    ".provenance",
+];
+const DIST_SUFFIXES: &[&str] = &[".whl", ".tar.gz", ".zip", ".conda"];
+
+#[derive(Clone, Copy, Debug, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum Verdict {
+    Verified,
+    Failed,
+    NoEvidence,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Row {
+    pub file: PathBuf,
+    pub dist: String,
+    pub sha256: Option<Sha256Digest>,
+    pub verdict: Verdict,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kind: Option<ErrorKind>,
+    pub evidence: Vec<PathBuf>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub signed_with: Option<&'static str>,
+    pub repository: Option<String>,
+    pub workflow: Option<String>,
+    pub git_ref: Option<String>,
+    pub commit: Option<String>,
+    pub run: Option<String>,
+    pub predicate_type: Option<String>,
+    pub reason: Option<String>,
+}
+
+pub struct Auditor {
+    pub base: Policy,
+    pub policy_file: Option<PolicyFile>,
+    pub key_pem: Option<String>,
+    pub verifier: Verifier,
+}
+
+fn is_dist(name: &str) -> bool {
+    DIST_SUFFIXES.iter().any(|s| name.ends_with(s))
+        && !EVIDENCE_SUFFIXES.iter().any(|s| name.ends_with(s))
+}
+
+/// Distribution files under `paths` (files as given, directories walked), sorted.
+pub fn find_files(paths: &[PathBuf]) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for p in paths {
+        if p.is_dir() {
+            for e in walkdir::WalkDir::new(p)
+                .sort_by_file_name()
+                .into_iter()
+                .filter_map(Result::ok)
+            {
+                if e.file_type().is_file() && is_dist(&e.file_name().to_string_lossy()) {
+                    out.push(e.path().to_owned());
+                }
+            }
+        } else {
+            out.push(p.clone());
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// The normalized distribution name a file belongs to.
+pub fn dist_name(file_name: &str) -> String {
+    if let Ok(w) = file_name.parse::<vouch_wheel::WheelFilename>() {
+        return w.normalized_name();
+    }
+    let stem = DIST_SUFFIXES
+        .iter()
+        .find_map(|s| file_name.strip_suffix(s))
+        .unwrap_or(file_name);
+    let name = if file_name.ends_with(".conda") {
+        stem.rsplitn(3, '-').last().unwrap_or(stem)
+    } else {
+        stem.rsplit_once('-').map_or(stem, |(n, _)| n)
+    };
+    vouch_core::normalize_dist_name(name)
+}
+
+fn load_evidence(path: &Path) -> Result<Vec<Evidence>, VerifyError> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        VerifyError::with_source(
+            ErrorKind::Bundle,
+            format!("cannot read {}", path.display()),
+            e,
+        )
+    })?;
+    let origin = path.display().to_string();
+    if path.to_string_lossy().ends_with(".intoto.jsonl") {
+        let mut all = Vec::new();
+        for line in text.lines().filter(|l| !l.trim().is_empty()) {
+            all.extend(vouch_verify::parse_evidence(line, &origin)?);
+        }
+        return Ok(all);
+    }
+    vouch_verify::parse_evidence(&text, &origin)
+}
+
+impl Auditor {
+    fn policy_for(&self, dist: &str, format: EvidenceFormat) -> Policy {
+        let mut p = self.base.clone();
+        if let Some(f) = &self.policy_file {
+            f.default.apply(&mut p);
+            if let Some(spec) = f.project(dist) {
+                spec.apply(&mut p);
+            }
+        }
+        // A PEP 740 attestation only ever carries the PyPI publish predicate.
+        if matches!(
+            format,
+            EvidenceFormat::Pep740Attestation | EvidenceFormat::PypiProvenance
+        ) {
+            p.predicate_type = vouch_verify::PREDICATE_PEP740.to_owned();
+        }
+        p
+    }
+
+    fn verify_one(
+        &self,
+        dist: &str,
+        digest: &Sha256Digest,
+        ev: &Evidence,
+    ) -> Result<Verified, VerifyError> {
+        let policy = self.policy_for(dist, ev.format);
+        if ev.bundle.signing_certificate().is_none() {
+            let key = self.key_pem.as_deref().ok_or_else(|| {
+                VerifyError::new(
+                    ErrorKind::TrustRoot,
+                    "key-signed bundle, and no --key given",
+                )
+            })?;
+            return vouch_verify::verify_with_key(digest, ev, key, &policy, None);
+        }
+        let names_repo = policy.repository.is_some()
+            || policy
+                .signer_workflow
+                .as_deref()
+                .is_some_and(|w| !w.starts_with(".github/"));
+        if !names_repo {
+            return Err(VerifyError::new(
+                ErrorKind::Policy,
+                format!(
+                    "no expected identity for {dist:?}: give --repo or a [[project]] entry in --policy"
+                ),
+            ));
+        }
+        self.verifier.verify(digest, ev, &policy)
+    }
+
+    pub fn audit_file(&self, file: &Path) -> Row {
+        let name = file
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let dist = dist_name(&name);
+        let evidence: Vec<PathBuf> = EVIDENCE_SUFFIXES
+            .iter()
+            .map(|s| PathBuf::from(format!("{}{s}", file.display())))
+            .filter(|p| p.is_file())
+            .collect();
+        let mut row = Row {
+            file: file.to_owned(),
+            dist: dist.clone(),
+            sha256: None,
+            verdict: Verdict::NoEvidence,
+            kind: None,
+            evidence: evidence.clone(),
+            signed_with: None,
+            repository: None,
+            workflow: None,
+            git_ref: None,
+            commit: None,
+            run: None,
+            predicate_type: None,
+            reason: None,
+        };
+        let digest = match std::fs::read(file) {
+            Ok(data) => Sha256Digest::of(&data),
+            Err(e) => {
+                row.verdict = Verdict::Failed;
+                row.reason = Some(format!("cannot read the file: {e}"));
+                return row;
+            }
+        };
+        row.sha256 = Some(digest);
+        if evidence.is_empty() {
+            row.reason = Some(format!(
+                "no evidence next to it (looked for {})",
+                EVIDENCE_SUFFIXES.join(", ")
+            ));
+            return row;
+        }
+        let mut last = None;
+        for path in &evidence {
+            let result = load_evidence(path).and_then(|evs| {
+                if evs.is_empty() {
+                    return Err(VerifyError::new(
+                        ErrorKind::Bundle,
+                        format!("{} holds no evidence", path.display()),
+                    ));
+                }
+                evs.iter()
+                    .map(|ev| self.verify_one(&dist, &digest, ev))
+                    .collect::<Result<Vec<_>, _>>()
+            });
+            match result {
+                Ok(mut v) => last = v.pop(),
+                Err(e) => {
+                    row.verdict = Verdict::Failed;
+                    row.kind = Some(e.kind);
+                    row.reason = Some(format!(
+                        "{}: {e}",
+                        path.file_name().unwrap_or_default().to_string_lossy()
+                    ));
+                    return row;
+                }
+            }
+        }
+        if let Some(v) = last {
+            row.verdict = Verdict::Verified;
+            row.signed_with = Some(v.signed_with);
+            row.repository = v.signer.repository;
+            row.workflow = v.signer.build_workflow;
+            row.git_ref = v.signer.git_ref;
+            row.commit = v.signer.sha;
+            row.run = v.signer.run;
+            row.predicate_type = Some(v.statement.predicate_type);
+        }
+        row
+    }
+
+    /// Audits every file, in parallel, in the order given.
+    pub fn audit(&self, files: &[PathBuf]) -> Vec<Row> {
+        files.par_iter().map(|f| self.audit_file(f)).collect()
+    }
+}
+
+/// A Markdown table of the rows.
+pub fn markdown(rows: &[Row]) -> String {
+    let mut s = String::from(
+        "| file | verdict | repository | workflow | ref | commit | run | predicate | reason |\n|---|---|---|---|---|---|---|---|---|\n",
+    );
+    let cell = |o: &Option<String>| o.as_deref().unwrap_or("").replace('|', "\\|");
+    for r in rows {
+        let verdict = match r.verdict {
+            Verdict::Verified => "verified",
+            Verdict::Failed => "**FAILED**",
+            Verdict::NoEvidence => "**no evidence**",
+        };
+        s.push_str(&format!(
+            "| `{}` | {verdict} | {} | {} | {} | {} | {} | {} | {} |\n",
+            r.file.file_name().unwrap_or_default().to_string_lossy(),
+            cell(&r.repository),
+            cell(&r.workflow),
+            cell(&r.git_ref),
+            cell(&r.commit),
+            cell(&r.run),
+            cell(&r.predicate_type),
+            cell(&r.reason)
+        ));
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names() {
+        assert_eq!(
+            dist_name("cupy_cuda13x-14.2.0-cp312-cp312-linux_x86_64.whl"),
+            "cupy-cuda13x"
+        );
+        assert_eq!(
+            dist_name("pypi_attestations-0.0.19.tar.gz"),
+            "pypi-attestations"
+        );
+        assert_eq!(
+            dist_name("signed-package-2.1.0-hb0f4dca_0.conda"),
+            "signed-package"
+        );
+        assert!(
+            is_dist("a-1.0.tar.gz") && !is_dist("a-1.0.tar.gz.sigstore.json") && !is_dist("x.txt")
+        );
+    }
+}

@@ -1,0 +1,131 @@
+//! Policy files: an auditor keeps the expected identities of the projects they check.
+//!
+//! ```toml
+//! # applies to every file
+//! issuer = "https://token.actions.githubusercontent.com"
+//! runner = "github-hosted"
+//!
+//! [[project]]
+//! name = "cupy-cuda13x"           # distribution name (normalized)
+//! repository = "cupy/cupy"
+//! build_workflow = ".github/workflows/ci.yml"
+//! ref = "refs/tags/v*"
+//! ```
+
+use std::path::Path;
+
+use serde::Deserialize;
+
+use crate::{ErrorKind, Policy, VerifyError};
+
+#[derive(Clone, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct PolicySpec {
+    pub repository: Option<String>,
+    pub signer_workflow: Option<String>,
+    pub build_workflow: Option<String>,
+    #[serde(rename = "ref")]
+    pub git_ref: Option<String>,
+    pub sha: Option<String>,
+    pub event: Option<String>,
+    pub issuer: Option<String>,
+    /// `github-hosted`, `self-hosted`, or `any`.
+    pub runner: Option<String>,
+    pub predicate_type: Option<String>,
+}
+
+#[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct ProjectPolicy {
+    pub name: String,
+    #[serde(flatten)]
+    pub spec: PolicySpec,
+}
+
+#[derive(Clone, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct PolicyFile {
+    #[serde(flatten)]
+    pub default: PolicySpec,
+    #[serde(default)]
+    pub project: Vec<ProjectPolicy>,
+}
+
+impl PolicySpec {
+    /// Overlays the keys this spec sets onto `p`.
+    pub fn apply(&self, p: &mut Policy) {
+        let set = |dst: &mut Option<String>, src: &Option<String>| {
+            if src.is_some() {
+                dst.clone_from(src);
+            }
+        };
+        set(&mut p.repository, &self.repository);
+        set(&mut p.signer_workflow, &self.signer_workflow);
+        set(&mut p.build_workflow, &self.build_workflow);
+        set(&mut p.git_ref, &self.git_ref);
+        set(&mut p.sha, &self.sha);
+        set(&mut p.event, &self.event);
+        if let Some(i) = &self.issuer {
+            p.issuer.clone_from(i);
+        }
+        if let Some(r) = &self.runner {
+            p.runner = (r != "any").then(|| r.clone());
+        }
+        if let Some(t) = &self.predicate_type {
+            p.predicate_type = match t.as_str() {
+                "slsa" => vouch_attest::PREDICATE_SLSA_V1.to_owned(),
+                "pep740" => crate::PREDICATE_PEP740.to_owned(),
+                uri => uri.to_owned(),
+            };
+        }
+    }
+}
+
+impl PolicyFile {
+    pub fn load(path: &Path) -> Result<PolicyFile, VerifyError> {
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            VerifyError::with_source(
+                ErrorKind::Policy,
+                format!("cannot read policy file {}", path.display()),
+                e,
+            )
+        })?;
+        toml::from_str(&text).map_err(|e| {
+            VerifyError::new(
+                ErrorKind::Policy,
+                format!("policy file {}: {}", path.display(), e.message()),
+            )
+        })
+    }
+
+    /// The spec for distribution `dist` (normalized name), if the file names it.
+    pub fn project(&self, dist: &str) -> Option<&PolicySpec> {
+        let dist = vouch_core::normalize_dist_name(dist);
+        self.project
+            .iter()
+            .find(|p| vouch_core::normalize_dist_name(&p.name) == dist)
+            .map(|p| &p.spec)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_and_overlays() {
+        let f: PolicyFile = toml::from_str(
+            "runner = \"any\"\n[[project]]\nname = \"CuPy_cuda13x\"\nrepository = \"cupy/cupy\"\nref = \"refs/tags/v*\"\npredicate_type = \"pep740\"\n",
+        )
+        .unwrap();
+        let mut p = Policy::default();
+        f.default.apply(&mut p);
+        assert_eq!(p.runner, None);
+        f.project("cupy-cuda13x").unwrap().apply(&mut p);
+        assert_eq!(p.repository.as_deref(), Some("cupy/cupy"));
+        assert_eq!(p.git_ref.as_deref(), Some("refs/tags/v*"));
+        assert_eq!(p.predicate_type, crate::PREDICATE_PEP740);
+        let err = toml::from_str::<PolicyFile>("repo = \"x\"").unwrap_err();
+        assert!(err.message().contains("unknown field `repo`"), "{err}");
+    }
+}

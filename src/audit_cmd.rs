@@ -1,0 +1,219 @@
+//! `vouch audit` and `vouch rebuild`.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+use clap::Args;
+use vouch_audit::{Auditor, Verdict};
+
+use crate::output;
+use crate::verify_cmd::PolicyArgs;
+
+#[derive(Args, Debug)]
+pub struct AuditArgs {
+    /// Files or directories (walked) of wheels, sdists, conda packages.
+    #[arg(required = true)]
+    pub paths: Vec<PathBuf>,
+    #[command(flatten)]
+    pub policy: PolicyArgs,
+    /// Print the report as a JSON array.
+    #[arg(long, conflicts_with = "markdown")]
+    pub json: bool,
+    /// Print the report as a Markdown table.
+    #[arg(long)]
+    pub markdown: bool,
+}
+
+pub fn audit(args: AuditArgs) -> anyhow::Result<ExitCode> {
+    let policy_file = args.policy.load_policy_file()?;
+    let base = args.policy.policy_for(None, None);
+    let key_pem = match &args.policy.key {
+        Some(k) => Some(std::fs::read_to_string(k).with_context(|| format!("reading key {k:?}"))?),
+        None => None,
+    };
+    let verifier = vouch_verify::Verifier::new(args.policy.trust_root())?;
+    let auditor = Auditor {
+        base,
+        policy_file,
+        key_pem,
+        verifier,
+    };
+    let files = vouch_audit::find_files(&args.paths);
+    let rows = auditor.audit(&files);
+    let passed = !rows.is_empty() && rows.iter().all(|r| r.verdict == Verdict::Verified);
+    if args.json {
+        output::json(&rows);
+    } else if args.markdown {
+        output::data(vouch_audit::markdown(&rows));
+    } else {
+        for r in &rows {
+            let name = r.file.display();
+            match r.verdict {
+                Verdict::Verified => output::data(format!(
+                    "verified     {name}  {} {} {} {} ({})",
+                    r.repository.as_deref().unwrap_or("-"),
+                    r.git_ref.as_deref().unwrap_or("-"),
+                    r.commit.as_deref().unwrap_or("-"),
+                    r.run.as_deref().unwrap_or("-"),
+                    r.predicate_type.as_deref().unwrap_or("-")
+                )),
+                Verdict::Failed => output::data(format!(
+                    "FAILED       {name}  {}",
+                    r.reason.as_deref().unwrap_or("")
+                )),
+                Verdict::NoEvidence => output::data(format!(
+                    "NO EVIDENCE  {name}  {}",
+                    r.reason.as_deref().unwrap_or("")
+                )),
+            }
+        }
+    }
+    let verified = rows
+        .iter()
+        .filter(|r| r.verdict == Verdict::Verified)
+        .count();
+    output::note(format!("{verified} of {} files verified", rows.len()));
+    Ok(if passed {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(crate::exit::DIFFERENT)
+    })
+}
+
+#[derive(Args, Debug)]
+pub struct RebuildArgs {
+    /// The wheel to reproduce.
+    pub wheel: PathBuf,
+    /// Its provenance bundle.
+    #[arg(long, value_name = "FILE")]
+    pub bundle: PathBuf,
+    /// The source checkout of the commit the provenance names.
+    #[arg(long, value_name = "DIR")]
+    pub source: PathBuf,
+    #[command(flatten)]
+    pub policy: PolicyArgs,
+    #[command(flatten)]
+    pub env: crate::cli::BuildEnvArgs,
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn git_head(dir: &std::path::Path) -> Option<String> {
+    let out = std::process::Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(["rev-parse", "HEAD"])
+        .output()
+        .ok()?;
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned())
+}
+
+#[derive(serde::Serialize)]
+struct RebuildReport {
+    reproduced: bool,
+    original: vouch_core::Sha256Digest,
+    rebuilt: vouch_core::Sha256Digest,
+    source_commit: Option<String>,
+    source_date_epoch: Option<u64>,
+    notes: Vec<String>,
+    diff: Option<vouch_wheel::WheelDiff>,
+}
+
+pub fn rebuild(args: RebuildArgs) -> anyhow::Result<ExitCode> {
+    // First the provenance must verify: a rebuild of an unproven claim proves nothing.
+    let name = args
+        .wheel
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let policy = args.policy.policy(Some(&vouch_audit::dist_name(&name)))?;
+    let digest = crate::attest_cmd::hash_file(&args.wheel)?;
+    let text = std::fs::read_to_string(&args.bundle)
+        .with_context(|| format!("reading {:?}", args.bundle))?;
+    let evidence = vouch_verify::parse_evidence(&text, &args.bundle.display().to_string())?;
+    let ev = evidence.first().context("the bundle holds no evidence")?;
+    let verified = match &args.policy.key {
+        Some(k) => {
+            vouch_verify::verify_with_key(&digest, ev, &std::fs::read_to_string(k)?, &policy, None)?
+        }
+        None => {
+            vouch_verify::Verifier::new(args.policy.trust_root())?.verify(&digest, ev, &policy)?
+        }
+    };
+    let vouch = verified.statement.vouch.clone().unwrap_or_default();
+    let epoch = vouch["source_date_epoch"].as_u64();
+    let commit = verified.signer.sha.clone();
+    let mut notes = Vec::new();
+    match (git_head(&args.source), &commit) {
+        (Some(head), Some(c)) if &head != c => {
+            anyhow::bail!(crate::verify_cmd::UsageError(format!(
+                "{:?} is at commit {head}, the provenance names {c}; check out that commit",
+                args.source
+            )))
+        }
+        (None, Some(c)) => notes.push(format!(
+            "the source is not a git checkout; it is taken to be commit {c}"
+        )),
+        _ => {}
+    }
+    if epoch.is_none() {
+        notes.push("the provenance records no source_date_epoch; using the source's own".into());
+    }
+    let scratch = tempfile::Builder::new()
+        .prefix("vouch-rebuild-")
+        .tempdir()?;
+    let mut options =
+        crate::cli::build_options(&args.source, &scratch.path().join("out"), epoch, &args.env);
+    options.work_dir = Some(scratch.path().join("work"));
+    output::note(format!("rebuilding {name} from {}", args.source.display()));
+    let built = vouch_build::build_wheel(&options).context("rebuilding")?;
+    let reproduced = built.sha256 == digest;
+    let diff = if reproduced {
+        None
+    } else {
+        Some(vouch_wheel::diff_wheels(&args.wheel, &built.wheel)?)
+    };
+    let report = RebuildReport {
+        reproduced,
+        original: digest,
+        rebuilt: built.sha256,
+        source_commit: commit,
+        source_date_epoch: epoch,
+        notes,
+        diff,
+    };
+    if args.json {
+        output::json(&report);
+    } else {
+        for n in &report.notes {
+            output::note(format!("note: {n}"));
+        }
+        if reproduced {
+            output::data(format!("reproduced: {digest}"));
+        } else {
+            output::data(format!(
+                "NOT reproduced: original {digest}, rebuilt {}",
+                built.sha256
+            ));
+            if let Some(d) = &report.diff {
+                for m in &d.only_in_a {
+                    output::data(format!("  only in the original: {m}"));
+                }
+                for m in &d.only_in_b {
+                    output::data(format!("  only in the rebuild: {m}"));
+                }
+                for c in &d.changed {
+                    output::data(format!("  differs: {}", c.name));
+                }
+            }
+        }
+    }
+    Ok(if reproduced {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(crate::exit::DIFFERENT)
+    })
+}
