@@ -27,20 +27,25 @@ pub struct AuditArgs {
 
 pub fn audit(args: AuditArgs) -> anyhow::Result<ExitCode> {
     let policy_file = args.policy.load_policy_file()?;
-    let base = args.policy.policy_for(None, None);
+    let cli = args.policy.cli_spec();
     let key_pem = match &args.policy.key {
         Some(k) => Some(std::fs::read_to_string(k).with_context(|| format!("reading key {k:?}"))?),
         None => None,
     };
     let verifier = vouch_verify::Verifier::new(args.policy.trust_root())?;
     let auditor = Auditor {
-        base,
+        cli,
         policy_file,
         key_pem,
         verifier,
     };
-    let files = vouch_audit::find_files(&args.paths);
-    let rows = auditor.audit(&files);
+    let (files, unreadable) = vouch_audit::find_files(&args.paths);
+    let mut rows = auditor.audit(&files);
+    rows.extend(
+        unreadable
+            .into_iter()
+            .map(|(p, why)| vouch_audit::Row::unreadable(&p, why)),
+    );
     let passed = !rows.is_empty() && rows.iter().all(|r| r.verdict == Verdict::Verified);
     if args.json {
         output::json(&rows);
@@ -136,9 +141,13 @@ pub fn rebuild(args: RebuildArgs) -> anyhow::Result<ExitCode> {
     let evidence = vouch_verify::parse_evidence(&text, &args.bundle.display().to_string())?;
     let ev = evidence.first().context("the bundle holds no evidence")?;
     let verified = match &args.policy.key {
-        Some(k) => {
-            vouch_verify::verify_with_key(&digest, ev, &std::fs::read_to_string(k)?, &policy, None)?
-        }
+        Some(k) => vouch_verify::verify_with_key(
+            &digest,
+            ev,
+            &std::fs::read_to_string(k)?,
+            &policy,
+            Some(&args.policy.trust_root().load()?),
+        )?,
         None => {
             vouch_verify::Verifier::new(args.policy.trust_root())?.verify(&digest, ev, &policy)?
         }

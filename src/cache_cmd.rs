@@ -301,6 +301,10 @@ pub fn run(cmd: CacheCommand) -> anyhow::Result<ExitCode> {
                 forbidden.push(Scope::branch(b.strip_prefix("refs/heads/").unwrap_or(b))?);
             }
             forbidden.push(Scope::pr(t.pr.map_or(1, |n| n + 1)));
+            // Any other branch or tag: a credential fenced only for the default branch would
+            // still let a PR pre-fill the scope of the next release tag.
+            forbidden.push(Scope::branch("vouch-fence-probe")?);
+            forbidden.push("tag/vouch-fence-probe".parse()?);
             let rt = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()?;

@@ -107,6 +107,7 @@ fn publish_and_install(
     };
     let cfg = vouch_fetch::VerifyConfig {
         trust: vouch_fetch::Trust::Key(public_key.to_owned()),
+        root: vouch_verify::TrustRootSource::Production,
         runner: Some("local".into()),
     };
     let source = vouch_fetch::Source::Store(vouch_fetch::LocalStore { root: store });

@@ -52,6 +52,12 @@ pub fn code_for(err: &anyhow::Error) -> ExitCode {
         if let Some(e) = cause.downcast_ref::<vouch_verify::VerifyError>() {
             return ExitCode::from(verify_code(e.kind));
         }
+        if let Some(e) = cause.downcast_ref::<vouch_verify::PolicyFileError>() {
+            return ExitCode::from(match e {
+                vouch_verify::PolicyFileError::Read { .. } => IO,
+                vouch_verify::PolicyFileError::Invalid { .. } => INVALID_INPUT,
+            });
+        }
         if cause
             .downcast_ref::<crate::verify_cmd::UsageError>()
             .is_some()

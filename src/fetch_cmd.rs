@@ -239,16 +239,20 @@ impl FetchArgs {
     }
 
     fn verify_config(&self) -> anyhow::Result<VerifyConfig> {
-        let trust = match (&self.key, &self.trust_root, self.staging) {
-            (Some(k), _, _) => Trust::Key(
+        let trust = match &self.key {
+            Some(k) => Trust::Key(
                 std::fs::read_to_string(k).with_context(|| format!("reading key {k:?}"))?,
             ),
-            (None, Some(r), _) => Trust::Keyless(TrustRootSource::File(r.clone())),
-            (None, None, true) => Trust::Keyless(TrustRootSource::Staging),
-            (None, None, false) => Trust::Keyless(TrustRootSource::Production),
+            None => Trust::Keyless,
+        };
+        let root = match (&self.trust_root, self.staging) {
+            (Some(r), _) => TrustRootSource::File(r.clone()),
+            (None, true) => TrustRootSource::Staging,
+            (None, false) => TrustRootSource::Production,
         };
         Ok(VerifyConfig {
             trust,
+            root,
             runner: (self.runner != "any").then(|| self.runner.clone()),
         })
     }
@@ -264,7 +268,9 @@ pub struct FetchFailed {
 
 fn failure_code(e: &FetchError) -> u8 {
     match e {
-        FetchError::NoCandidate { rejected, .. } => match rejected.first() {
+        // The candidate that got furthest decides: a decoy artifact that fails pinning must not
+        // hide the real one's verification failure.
+        FetchError::NoCandidate { rejected, .. } => match rejected.iter().max_by_key(|r| r.kind) {
             Some(r) => match (r.kind, r.verify_kind) {
                 (RejectKind::Verify, Some(k)) => crate::exit::verify_code(k),
                 (RejectKind::Verify, None) => {
@@ -277,6 +283,7 @@ fn failure_code(e: &FetchError) -> u8 {
             None => NO_RUN,
         },
         FetchError::Github(_) | FetchError::Store { .. } => DOWNLOAD,
+        FetchError::Trust(e) => crate::exit::verify_code(e.kind),
         FetchError::Io { .. } => crate::exit::IO,
     }
 }
@@ -379,9 +386,14 @@ pub fn pip_install_verified(
             .and_then(|n| n.to_str())
             .unwrap_or_default();
         let dist = name.split('-').next().unwrap_or(name);
+        // An absolute, percent-encoded URL: a relative --out or a `#` in a path must not change
+        // what pip reads.
+        let abs =
+            std::path::absolute(&w.path).with_context(|| format!("resolving {:?}", w.path))?;
+        let url = url::Url::from_file_path(&abs)
+            .map_err(|()| anyhow::anyhow!("{abs:?} cannot be a file URL"))?;
         req.push_str(&format!(
-            "{dist} @ file://{} --hash=sha256:{}\n",
-            w.path.display(),
+            "{dist} @ {url} --hash=sha256:{}\n",
             w.sha256.hex()
         ));
     }

@@ -95,6 +95,21 @@ impl PolicyArgs {
                 spec.apply(&mut p);
             }
         }
+        self.cli_spec().apply(&mut p);
+        if self.run_id.is_some() {
+            p.run_id.clone_from(&self.run_id);
+        }
+        if self.pr.is_some() {
+            p.pr = self.pr;
+        }
+        if self.cell.is_some() {
+            p.cell.clone_from(&self.cell);
+        }
+        p
+    }
+
+    /// The identity flags given on the command line.
+    pub fn cli_spec(&self) -> vouch_verify::PolicySpec {
         vouch_verify::PolicySpec {
             repository: self.repo.clone(),
             signer_workflow: self.signer_workflow.clone(),
@@ -106,17 +121,6 @@ impl PolicyArgs {
             runner: self.runner.clone(),
             predicate_type: self.predicate_type.clone(),
         }
-        .apply(&mut p);
-        if self.run_id.is_some() {
-            p.run_id.clone_from(&self.run_id);
-        }
-        if self.pr.is_some() {
-            p.pr = self.pr;
-        }
-        if self.cell.is_some() {
-            p.cell.clone_from(&self.cell);
-        }
-        p
     }
 
     pub fn load_policy_file(&self) -> anyhow::Result<Option<vouch_verify::PolicyFile>> {
@@ -130,14 +134,11 @@ impl PolicyArgs {
     pub fn policy(&self, dist: Option<&str>) -> anyhow::Result<Policy> {
         let file = self.load_policy_file()?;
         let p = self.policy_for(file.as_ref(), dist);
-        // A full OWNER/REPO/PATH signer workflow names the repository too.
-        let names_repo = p.repository.is_some()
-            || p.signer_workflow
-                .as_deref()
-                .is_some_and(|w| !w.starts_with(".github/"));
-        if self.key.is_none() && !names_repo {
+        // The source repository must be named: a reusable workflow's signer URI names the
+        // repository that holds the workflow, not the one that was built.
+        if self.key.is_none() && p.repository.is_none() {
             anyhow::bail!(UsageError(
-                "keyless verification needs an identity: give --repo OWNER/NAME (or --signer-workflow OWNER/REPO/PATH, or a --policy file)".into()
+                "keyless verification needs an identity: give --repo OWNER/NAME (or `repository` in a --policy file)".into()
             ));
         }
         Ok(p)
@@ -210,10 +211,8 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
                     e,
                 )
             })?;
-            let root = match args.policy.trust_root() {
-                TrustRootSource::Production if args.policy.trust_root.is_none() => None,
-                other => Some(other.load()?),
-            };
+            // Key-signed bundles with log entries are checked against the trust root too.
+            let root = Some(args.policy.trust_root().load()?);
             evidence
                 .iter()
                 .map(|e| verify_with_key(&digest, e, &pem, &policy, root.as_ref()))

@@ -209,6 +209,15 @@ fn audit_of_a_mixed_release_directory() {
     }
     let r = run(vouch().arg("audit").arg(&good).arg("--policy").arg(&policy));
     assert_eq!(r.code, 0, "{}", r.stderr);
+    // Flags on the command line win over the policy file.
+    let r = run(vouch()
+        .arg("audit")
+        .arg(&good)
+        .arg("--policy")
+        .arg(&policy)
+        .args(["--repo", "cupy/cupy", "--json"]));
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert_eq!(r.json()[0]["kind"], "policy");
 }
 
 #[test]
@@ -221,7 +230,7 @@ fn policy_file_errors_name_the_key() {
         .arg(dir.path())
         .arg("--policy")
         .arg(&policy));
-    assert_eq!(r.code, 16, "{}", r.stderr);
+    assert_eq!(r.code, 3, "{}", r.stderr);
     assert!(r.stderr.contains("unknown field `repo`"), "{}", r.stderr);
 }
 

@@ -427,7 +427,12 @@ fn rejects_bundle_replayed_from_another_pr() {
             &name,
         ],
     );
-    assert_rejected(&r, &out, 16, "pr_number");
+    assert_rejected(
+        &r,
+        &out,
+        16,
+        "expected \"refs/pull/7/merge\", found \"refs/pull/8/merge\"",
+    );
 }
 
 #[test]
@@ -755,4 +760,53 @@ fn from_flexci_derives_pr_and_commit() {
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(r.stderr.contains("pull_request"), "{}", r.stderr);
     assert!(out.join(WHEEL).is_file());
+}
+
+/// A newer same-named decoy that fails pinning must not hide why the real candidate failed.
+#[test]
+fn exit_code_comes_from_the_candidate_that_got_furthest() {
+    let w = World::new();
+    let (wh, b) = w.signed(
+        "other-wf",
+        &claims("push", "release.yml", 500, None),
+        None,
+        b"the wheel",
+    );
+    w.publish(&push_name(), 500, "push", None, &[wh, b]);
+    let (wh, b) = w.signed(
+        "decoy",
+        &claims("push", "ci.yml", 501, None),
+        None,
+        b"decoy",
+    );
+    w.publish(&push_name(), 501, "push", None, &[wh, b]);
+    w.edit("runs/501.json", |r| r["event"] = "workflow_dispatch".into());
+    let gh = w.github();
+    let (r, out) = w.fetch(&gh, PUSH);
+    assert_rejected(&r, &out, 16, "build config workflow");
+}
+
+#[test]
+fn refuses_plain_http_api_off_loopback() {
+    let w = World::new();
+    let r = run(vouch()
+        .arg("fetch")
+        .args([
+            "--repo",
+            REPO,
+            "--api-url",
+            "http://api.example.invalid",
+            "--trust-root",
+        ])
+        .arg(&w.root)
+        .arg("--out")
+        .arg(w.dir.path().join("o"))
+        .args(PUSH)
+        .env("GH_TOKEN", TOKEN));
+    assert_eq!(r.code, 31, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("plain http is only allowed on loopback"),
+        "{}",
+        r.stderr
+    );
 }

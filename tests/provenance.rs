@@ -414,14 +414,15 @@ fn rejects_malformed_bundle_and_unknown_format() {
 }
 
 /// sigstore-conformance's beacon bundle: its certificate is real (the beacon workflow), but the
-/// SLSA statement inside claims another repository. The full OWNER/REPO/PATH@REF signer form
-/// needs no --repo, every cryptographic check passes, and the claim check still refuses it.
+/// SLSA statement inside claims another repository. Every cryptographic check passes, and the
+/// claim check still refuses it.
 #[test]
 fn real_bundle_whose_statement_disagrees_with_its_certificate() {
     let verify = |workflow_ref: &str| {
         run(vouch()
             .args(["verify", "--digest", "sha256:a0cfc71271d6e278e57cd332ff957c3f7043fdda354c4cbb190a30d56efa01bf", "--bundle"])
             .arg(fixture("gh-happy-path.sigstore.json"))
+            .args(["--repo", "sigstore-conformance/extremely-dangerous-public-oidc-beacon"])
             .arg("--signer-workflow")
             .arg(format!("sigstore-conformance/extremely-dangerous-public-oidc-beacon/.github/workflows/extremely-dangerous-oidc-beacon.yml@{workflow_ref}"))
             .arg("--json"))
@@ -443,6 +444,15 @@ fn keyless_verification_requires_an_identity() {
         .arg(fixture(CLI_BUNDLE)));
     assert_eq!(r.code, 2, "{}", r.stderr);
     assert!(r.stderr.contains("needs an identity"), "{}", r.stderr);
+    // A signer workflow alone is not enough: with a reusable workflow it names another repository.
+    let r = run(vouch()
+        .args(["verify", "--digest", CLI_DIGEST, "--bundle"])
+        .arg(fixture(CLI_BUNDLE))
+        .args([
+            "--signer-workflow",
+            "cli/cli/.github/workflows/deployment.yml",
+        ]));
+    assert_eq!(r.code, 2, "{}", r.stderr);
     assert!(!r.stdout.contains("verified"));
 }
 
@@ -718,4 +728,21 @@ fn key_round_trip_and_tamper() {
         "{}",
         r.stderr
     );
+}
+
+/// A push build's bundle must not pass as a pull request's, whatever the statement claims: the
+/// certificate's ref has to be `refs/pull/<N>/merge`.
+#[test]
+fn pr_policy_requires_the_certificate_ref() {
+    let sigstore = LocalSigstore::start();
+    let (signed, r) = sign_keyless(&sigstore, &GithubClaims::push("cupy/cupy", SHA), &[]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let r = verify_signed(&signed, &["--pr", "7"]);
+    assert_eq!(
+        (r.code, kind_of(&r).as_str()),
+        (16, "policy"),
+        "{}",
+        r.stderr
+    );
+    assert!(r.stderr.contains("refs/pull/7/merge"), "{}", r.stderr);
 }

@@ -48,7 +48,8 @@ pub struct Row {
 }
 
 pub struct Auditor {
-    pub base: Policy,
+    /// What the command line said; applied last, so it wins over the policy file.
+    pub cli: vouch_verify::PolicySpec,
     pub policy_file: Option<PolicyFile>,
     pub key_pem: Option<String>,
     pub verifier: Verifier,
@@ -59,18 +60,26 @@ fn is_dist(name: &str) -> bool {
         && !EVIDENCE_SUFFIXES.iter().any(|s| name.ends_with(s))
 }
 
-/// Distribution files under `paths` (files as given, directories walked), sorted.
-pub fn find_files(paths: &[PathBuf]) -> Vec<PathBuf> {
+/// Distribution files under `paths` (files as given, directories walked, links followed),
+/// sorted, and the places that could not be read (each becomes a failed row: an audit never
+/// passes over what it could not see).
+pub fn find_files(paths: &[PathBuf]) -> (Vec<PathBuf>, Vec<(PathBuf, String)>) {
     let mut out = Vec::new();
+    let mut errors = Vec::new();
     for p in paths {
         if p.is_dir() {
             for e in walkdir::WalkDir::new(p)
+                .follow_links(true)
                 .sort_by_file_name()
-                .into_iter()
-                .filter_map(Result::ok)
             {
-                if e.file_type().is_file() && is_dist(&e.file_name().to_string_lossy()) {
-                    out.push(e.path().to_owned());
+                match e {
+                    Ok(e)
+                        if e.file_type().is_file() && is_dist(&e.file_name().to_string_lossy()) =>
+                    {
+                        out.push(e.path().to_owned())
+                    }
+                    Ok(_) => {}
+                    Err(err) => errors.push((err.path().unwrap_or(p).to_owned(), err.to_string())),
                 }
             }
         } else {
@@ -79,7 +88,7 @@ pub fn find_files(paths: &[PathBuf]) -> Vec<PathBuf> {
     }
     out.sort();
     out.dedup();
-    out
+    (out, errors)
 }
 
 /// The normalized distribution name a file belongs to.
@@ -118,15 +127,38 @@ fn load_evidence(path: &Path) -> Result<Vec<Evidence>, VerifyError> {
     vouch_verify::parse_evidence(&text, &origin)
 }
 
+impl Row {
+    /// A row for something that could not even be read.
+    pub fn unreadable(path: &Path, reason: String) -> Row {
+        Row {
+            file: path.to_owned(),
+            dist: String::new(),
+            sha256: None,
+            verdict: Verdict::Failed,
+            kind: None,
+            evidence: Vec::new(),
+            signed_with: None,
+            repository: None,
+            workflow: None,
+            git_ref: None,
+            commit: None,
+            run: None,
+            predicate_type: None,
+            reason: Some(format!("cannot read: {reason}")),
+        }
+    }
+}
+
 impl Auditor {
     fn policy_for(&self, dist: &str, format: EvidenceFormat) -> Policy {
-        let mut p = self.base.clone();
+        let mut p = Policy::default();
         if let Some(f) = &self.policy_file {
             f.default.apply(&mut p);
             if let Some(spec) = f.project(dist) {
                 spec.apply(&mut p);
             }
         }
+        self.cli.apply(&mut p);
         // A PEP 740 attestation only ever carries the PyPI publish predicate.
         if matches!(
             format,
@@ -151,14 +183,17 @@ impl Auditor {
                     "key-signed bundle, and no --key given",
                 )
             })?;
-            return vouch_verify::verify_with_key(digest, ev, key, &policy, None);
+            return vouch_verify::verify_with_key(
+                digest,
+                ev,
+                key,
+                &policy,
+                Some(self.verifier.trust_root()),
+            );
         }
-        let names_repo = policy.repository.is_some()
-            || policy
-                .signer_workflow
-                .as_deref()
-                .is_some_and(|w| !w.starts_with(".github/"));
-        if !names_repo {
+        // The built repository must be named; a signer workflow alone names only where a
+        // reusable workflow lives.
+        if policy.repository.is_none() {
             return Err(VerifyError::new(
                 ErrorKind::Policy,
                 format!(

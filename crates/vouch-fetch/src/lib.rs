@@ -33,14 +33,16 @@ pub struct Expectation {
 /// How the wheels inside are verified.
 #[derive(Clone, Debug)]
 pub enum Trust {
-    Keyless(TrustRootSource),
-    /// A PEM public key (key-signed bundles).
+    Keyless,
+    /// A PEM public key (key-signed bundles; their log entries, if any, are checked against
+    /// the trust root).
     Key(String),
 }
 
 #[derive(Clone, Debug)]
 pub struct VerifyConfig {
     pub trust: Trust,
+    pub root: TrustRootSource,
     /// `None` accepts any runner.
     pub runner: Option<String>,
 }
@@ -54,6 +56,8 @@ pub enum FetchError {
     },
     #[error("GitHub API")]
     Github(#[from] vouch_github::GithubError),
+    #[error("trust root")]
+    Trust(#[source] VerifyError),
     #[error("local artifact store {path:?}: {reason}")]
     Store { path: PathBuf, reason: String },
     #[error("writing {path:?}")]
@@ -92,7 +96,8 @@ pub struct Rejection {
     pub verify_kind: Option<vouch_verify::ErrorKind>,
 }
 
-#[derive(Clone, Copy, Debug, Serialize, PartialEq, Eq)]
+/// Ordered by how far a candidate got.
+#[derive(Clone, Copy, Debug, Serialize, PartialEq, Eq, PartialOrd, Ord)]
 #[serde(rename_all = "kebab-case")]
 pub enum RejectKind {
     /// The producing run is not the expected one.
@@ -234,12 +239,12 @@ fn verify_wheel(
     exp: &Expectation,
     run_id: u64,
     cfg: &VerifyConfig,
-    verifier: Option<&Verifier>,
+    verifier: &Verifier,
 ) -> Result<(Sha256Digest, Verified), VerifyError> {
     let data = std::fs::read(file).map_err(|e| {
         VerifyError::with_source(
-            vouch_verify::ErrorKind::Digest,
-            format!("cannot read {}", file.display()),
+            vouch_verify::ErrorKind::Bundle,
+            format!("cannot read the extracted {}", file.display()),
             e,
         )
     })?;
@@ -254,14 +259,26 @@ fn verify_wheel(
     let evidence: Vec<Evidence> =
         vouch_verify::parse_evidence(&text, &bundle.display().to_string())?;
     let policy = policy_for(exp, run_id, cfg);
-    let ev = evidence
-        .first()
-        .ok_or_else(|| VerifyError::new(vouch_verify::ErrorKind::Bundle, "empty evidence"))?;
-    let verified = match (&cfg.trust, verifier) {
-        (Trust::Key(pem), _) => vouch_verify::verify_with_key(&digest, ev, pem, &policy, None)?,
-        (Trust::Keyless(_), Some(v)) => v.verify(&digest, ev, &policy)?,
-        (Trust::Keyless(_), None) => unreachable!("a verifier is built for keyless trust"),
-    };
+    if evidence.is_empty() {
+        return Err(VerifyError::new(
+            vouch_verify::ErrorKind::Bundle,
+            "empty evidence",
+        ));
+    }
+    let mut verified = None;
+    for ev in &evidence {
+        verified = Some(match &cfg.trust {
+            Trust::Key(pem) => vouch_verify::verify_with_key(
+                &digest,
+                ev,
+                pem,
+                &policy,
+                Some(verifier.trust_root()),
+            )?,
+            Trust::Keyless => verifier.verify(&digest, ev, &policy)?,
+        });
+    }
+    let verified = verified.expect("evidence is not empty");
     if exp.event == "pull_request" {
         let head = verified
             .statement
@@ -299,15 +316,7 @@ pub async fn fetch(
             a["id"].as_u64().unwrap_or(0),
         ))
     });
-    let verifier = match &cfg.trust {
-        Trust::Keyless(root) => {
-            Some(Verifier::new(root.clone()).map_err(|e| FetchError::Store {
-                path: PathBuf::from("<trust root>"),
-                reason: e.to_string(),
-            })?)
-        }
-        Trust::Key(_) => None,
-    };
+    let verifier = Verifier::new(cfg.root.clone()).map_err(FetchError::Trust)?;
     let mut rejected = Vec::new();
     for artifact in &candidates {
         let id = artifact["id"].as_u64().unwrap_or(0);
@@ -318,6 +327,22 @@ pub async fn fetch(
                 run_id,
                 RejectKind::Download,
                 "artifact has expired",
+            ));
+            continue;
+        }
+        // The listing already names the run's head commit: a decoy of another commit costs no
+        // run lookup (the run's own head_sha is still checked when pinning).
+        if let Some(h) = artifact["workflow_run"]["head_sha"].as_str()
+            && h != exp.sha
+        {
+            rejected.push(reject(
+                id,
+                run_id,
+                RejectKind::Pin,
+                format!(
+                    "artifact's workflow_run.head_sha is {h}, expected {}",
+                    exp.sha
+                ),
             ));
             continue;
         }
@@ -411,7 +436,7 @@ pub async fn fetch(
                 ));
                 break;
             };
-            match verify_wheel(w, &bundle, exp, run_id, cfg, verifier.as_ref()) {
+            match verify_wheel(w, &bundle, exp, run_id, cfg, &verifier) {
                 Ok((sha256, v)) => verified.push(((*w).clone(), bundle, sha256, v)),
                 Err(e) => {
                     let name = w

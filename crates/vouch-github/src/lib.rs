@@ -44,6 +44,10 @@ pub enum GithubError {
     },
     #[error("cannot build the HTTP client")]
     Client(#[source] reqwest::Error),
+    #[error(
+        "API URL {0}: plain http is only allowed on loopback (the token would travel in clear)"
+    )]
+    InsecureApi(String),
 }
 
 /// A URL safe to log: no query string, no userinfo.
@@ -96,6 +100,9 @@ impl GithubClient {
         let api = api_url.trim_end_matches('/').to_owned();
         let allow_http_loopback =
             url::Url::parse(&api).is_ok_and(|u| u.scheme() == "http" && is_loopback(&u));
+        if !api.starts_with("https://") && !allow_http_loopback {
+            return Err(GithubError::InsecureApi(redact(&api)));
+        }
         Ok(GithubClient {
             api,
             token,
@@ -262,7 +269,14 @@ impl GithubClient {
                     .filter(|a| a["name"] == name),
             );
             match next {
-                Some(n) => url = n,
+                // The token goes with the request: follow only links on the API's own origin.
+                Some(n) if same_origin(&n, &self.api) => url = n,
+                Some(n) => {
+                    return Err(GithubError::Protocol {
+                        url: redact(&url),
+                        reason: format!("next page {} is not on the API host", redact(&n)),
+                    });
+                }
                 None => break,
             }
         }
@@ -369,6 +383,13 @@ impl GithubClient {
             bytes,
             sha256: hasher.finish(),
         })
+    }
+}
+
+fn same_origin(a: &str, b: &str) -> bool {
+    match (url::Url::parse(a), url::Url::parse(b)) {
+        (Ok(a), Ok(b)) => a.origin() == b.origin(),
+        _ => false,
     }
 }
 

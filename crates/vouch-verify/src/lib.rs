@@ -15,6 +15,6 @@ pub use policy::{
     GITHUB_ISSUER, PREDICATE_PEP740, Policy, SignerIdentity, StatementSummary, check_statement,
     run_id_of,
 };
-pub use policy_file::{PolicyFile, PolicySpec, ProjectPolicy};
+pub use policy_file::{PolicyFile, PolicyFileError, PolicySpec, ProjectPolicy};
 pub use root::TrustRootSource;
 pub use verify::{Checks, Verified, Verifier, verify_with_key};

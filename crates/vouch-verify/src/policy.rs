@@ -348,8 +348,22 @@ pub fn check_statement(
     }
 
     let p = &st["predicate"];
-    let github_build = str_at("/predicate/buildDefinition/buildType")
-        .is_some_and(|t| GITHUB_BUILD_TYPES.contains(&t));
+    let build_type = str_at("/predicate/buildDefinition/buildType");
+    let github_build = build_type.is_some_and(|t| GITHUB_BUILD_TYPES.contains(&t));
+    // A GitHub Actions certificate over SLSA provenance must use GitHub's build type: another
+    // type would skip every claim-by-claim comparison below.
+    if let Some(id) = id
+        && id.issuer.as_deref() == Some(GITHUB_ISSUER)
+        && str_at("/predicateType") == Some(vouch_attest::PREDICATE_SLSA_V1)
+        && !github_build
+    {
+        return Err(VerifyError::mismatch(
+            ErrorKind::Statement,
+            "buildDefinition.buildType",
+            GITHUB_BUILD_TYPES[0],
+            build_type,
+        ));
+    }
     if github_build && let Some(id) = id {
         // The statement is written by the build; the certificate by Fulcio from the OIDC
         // token. Where both speak, they must agree.
@@ -430,6 +444,18 @@ pub fn check_statement(
     let vouch = p
         .pointer("/buildDefinition/internalParameters/vouch")
         .cloned();
+    if let (Some(expected), Some(id)) = (policy.pr, id) {
+        // The certificate, not only the statement, must say which pull request was built.
+        let want = format!("refs/pull/{expected}/merge");
+        if id.git_ref.as_deref() != Some(want.as_str()) {
+            return Err(VerifyError::mismatch(
+                ErrorKind::Policy,
+                "source ref for the pull request (OID .1.14)",
+                &want,
+                id.git_ref.as_deref(),
+            ));
+        }
+    }
     if let Some(expected) = policy.pr {
         let found = vouch
             .as_ref()

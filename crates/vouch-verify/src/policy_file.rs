@@ -16,7 +16,23 @@ use std::path::Path;
 
 use serde::Deserialize;
 
-use crate::{ErrorKind, Policy, VerifyError};
+use crate::Policy;
+
+/// A policy file that cannot be used. Not a verification failure: nothing was checked yet.
+#[derive(Debug, thiserror::Error)]
+pub enum PolicyFileError {
+    #[error("cannot read policy file {path:?}")]
+    Read {
+        path: std::path::PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("policy file {path:?}: {message}")]
+    Invalid {
+        path: std::path::PathBuf,
+        message: String,
+    },
+}
 
 #[derive(Clone, Debug, Default, Deserialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]
@@ -82,19 +98,14 @@ impl PolicySpec {
 }
 
 impl PolicyFile {
-    pub fn load(path: &Path) -> Result<PolicyFile, VerifyError> {
-        let text = std::fs::read_to_string(path).map_err(|e| {
-            VerifyError::with_source(
-                ErrorKind::Policy,
-                format!("cannot read policy file {}", path.display()),
-                e,
-            )
+    pub fn load(path: &Path) -> Result<PolicyFile, PolicyFileError> {
+        let text = std::fs::read_to_string(path).map_err(|source| PolicyFileError::Read {
+            path: path.to_owned(),
+            source,
         })?;
-        toml::from_str(&text).map_err(|e| {
-            VerifyError::new(
-                ErrorKind::Policy,
-                format!("policy file {}: {}", path.display(), e.message()),
-            )
+        toml::from_str(&text).map_err(|e| PolicyFileError::Invalid {
+            path: path.to_owned(),
+            message: e.message().to_owned(),
         })
     }
 

@@ -16,6 +16,10 @@ use crate::{DosTime, Record, WheelError, WheelFilename, record_hash};
 /// shared objects are a few hundred MB.
 pub const MAX_MEMBER_SIZE: u64 = 4 << 30;
 
+/// All members together, uncompressed: a wheel is read into memory, so a bomb of many
+/// maximal members must stop before it is inflated.
+pub const MAX_TOTAL_SIZE: u64 = 8 << 30;
+
 /// One regular file of a wheel, decompressed.
 #[derive(Clone, Debug)]
 pub struct Member {
@@ -163,6 +167,26 @@ fn members_of<T: Send>(
     per_member: PerMember<'_, T>,
 ) -> Result<Vec<(Member, T)>, WheelError> {
     let archive = open_archive(path, bytes)?;
+    let mut total = 0u64;
+    let mut headers = archive.clone();
+    for i in 0..archive.len() {
+        let (name, size) = headers
+            .by_index_raw(i)
+            .map(|f| (String::from_utf8_lossy(f.name_raw()).into_owned(), f.size()))
+            .map_err(|source| WheelError::BadZip {
+                path: path.to_owned(),
+                source,
+            })?;
+        total = total.saturating_add(size);
+        if total > MAX_TOTAL_SIZE {
+            return Err(WheelError::TooLarge {
+                path: path.to_owned(),
+                member: format!("{name} (with the members before it)"),
+                size: total,
+                limit: MAX_TOTAL_SIZE,
+            });
+        }
+    }
 
     // Largest first, one task per member, so two cores finish together even when a few huge
     // shared objects sit next to each other in the archive.
@@ -218,16 +242,28 @@ fn members_of<T: Send>(
                         limit: MAX_MEMBER_SIZE,
                     });
                 }
-                let mut data = Vec::with_capacity(file.size() as usize);
+                let declared = file.size();
+                // Reserve only a little up front: the declared size is the sender's claim.
+                let mut data = Vec::with_capacity(declared.min(64 << 20) as usize);
                 // The declared size bounds the read: a lying header cannot make us inflate more.
                 (&mut file)
-                    .take(MAX_MEMBER_SIZE + 1)
+                    .take(declared)
                     .read_to_end(&mut data)
                     .map_err(|source| WheelError::CorruptMember {
                         path: path.to_owned(),
                         member: name.clone(),
                         source,
                     })?;
+                if data.len() as u64 != declared {
+                    return Err(WheelError::CorruptMember {
+                        path: path.to_owned(),
+                        member: name,
+                        source: std::io::Error::other(format!(
+                            "{} bytes, but the header declares {declared}",
+                            data.len()
+                        )),
+                    });
+                }
                 let sha256 = Sha256::digest(&data).into();
                 let member = Member {
                     unix_mode: file.unix_mode().map(|m| m & 0o7777),
