@@ -128,13 +128,13 @@ fn load_evidence(path: &Path) -> Result<Vec<Evidence>, VerifyError> {
 }
 
 impl Row {
-    /// A row for something that could not even be read.
-    pub fn unreadable(path: &Path, reason: String) -> Row {
+    /// A row with nothing found yet.
+    fn new(file: &Path, dist: String, verdict: Verdict) -> Row {
         Row {
-            file: path.to_owned(),
-            dist: String::new(),
+            file: file.to_owned(),
+            dist,
             sha256: None,
-            verdict: Verdict::Failed,
+            verdict,
             kind: None,
             evidence: Vec::new(),
             signed_with: None,
@@ -144,7 +144,15 @@ impl Row {
             commit: None,
             run: None,
             predicate_type: None,
+            reason: None,
+        }
+    }
+
+    /// A row for something that could not even be read.
+    pub fn unreadable(path: &Path, reason: String) -> Row {
+        Row {
             reason: Some(format!("cannot read: {reason}")),
+            ..Row::new(path, String::new(), Verdict::Failed)
         }
     }
 }
@@ -216,20 +224,8 @@ impl Auditor {
             .filter(|p| p.is_file())
             .collect();
         let mut row = Row {
-            file: file.to_owned(),
-            dist: dist.clone(),
-            sha256: None,
-            verdict: Verdict::NoEvidence,
-            kind: None,
             evidence: evidence.clone(),
-            signed_with: None,
-            repository: None,
-            workflow: None,
-            git_ref: None,
-            commit: None,
-            run: None,
-            predicate_type: None,
-            reason: None,
+            ..Row::new(file, dist.clone(), Verdict::NoEvidence)
         };
         let digest = match std::fs::read(file) {
             Ok(data) => Sha256Digest::of(&data),
