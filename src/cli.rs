@@ -62,6 +62,10 @@ pub enum Command {
     Audit(crate::audit_cmd::AuditArgs),
     /// Rebuild a wheel from the source its provenance names and compare the bytes.
     Rebuild(crate::audit_cmd::RebuildArgs),
+    /// Print the build matrix a profile defines.
+    Plan(crate::plan_cmd::PlanArgs),
+    /// Print a cell's build-inputs digest (what a build reads, hashed).
+    Inputs(crate::plan_cmd::InputsArgs),
     /// Render or parse CI artifact names (`<dist>-py<X.Y>-<plat>[-pr<N>]-<sha>`).
     #[command(subcommand)]
     Name(NameCommand),
@@ -209,6 +213,8 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Cache(cmd) => crate::cache_cmd::run(cmd),
         Command::Fetch(cmd) => crate::fetch_cmd::fetch(cmd),
         Command::Audit(args) => crate::audit_cmd::audit(args),
+        Command::Plan(args) => crate::plan_cmd::plan(args),
+        Command::Inputs(args) => crate::plan_cmd::inputs(args),
         Command::Rebuild(args) => crate::audit_cmd::rebuild(args),
         Command::Install(cmd) => crate::fetch_cmd::install(cmd),
         Command::Publish(cmd) => crate::fetch_cmd::publish(cmd),

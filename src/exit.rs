@@ -52,6 +52,13 @@ pub fn code_for(err: &anyhow::Error) -> ExitCode {
         if let Some(e) = cause.downcast_ref::<vouch_verify::VerifyError>() {
             return ExitCode::from(verify_code(e.kind));
         }
+        if let Some(e) = cause.downcast_ref::<vouch_profile::ProfileError>() {
+            return ExitCode::from(match e {
+                vouch_profile::ProfileError::Read { .. }
+                | vouch_profile::ProfileError::Source { .. } => IO,
+                _ => INVALID_INPUT,
+            });
+        }
         if let Some(e) = cause.downcast_ref::<vouch_verify::PolicyFileError>() {
             return ExitCode::from(match e {
                 vouch_verify::PolicyFileError::Read { .. } => IO,

@@ -9,6 +9,7 @@ mod demo;
 mod exit;
 mod fetch_cmd;
 mod output;
+mod plan_cmd;
 mod verify_cmd;
 
 use std::process::ExitCode;

@@ -1,0 +1,319 @@
+//! A project profile (`vouch.toml`): which distributions, CUDA flavors, Python versions and
+//! platforms make the matrix, the environment each cell builds with, which cells must build from
+//! source, and which files are the build's inputs.
+
+mod inputs;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+use vouch_core::{Platform, PythonVersion};
+
+pub use inputs::{InputsDigest, inputs_digest};
+
+#[derive(Debug, thiserror::Error)]
+pub enum ProfileError {
+    #[error("cannot read profile {path:?}")]
+    Read {
+        path: std::path::PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("profile {path:?}: {message}")]
+    Invalid { path: String, message: String },
+    #[error("no cell {0:?} in the plan; `vouch plan --format table` lists them")]
+    NoCell(String),
+    #[error("reading source {path:?}")]
+    Source {
+        path: std::path::PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct Flavor {
+    /// The distribution it produces, e.g. `cupy-cuda13x`.
+    pub package: String,
+    /// CUDA toolkit version, e.g. `13.0`.
+    pub cuda: String,
+    /// Platforms this flavor is built for (default: all of the profile's).
+    #[serde(default)]
+    pub platforms: Vec<String>,
+    /// Environment for every cell of this flavor.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+}
+
+/// Extra cells that must build from source (no released wheel carries them).
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct SourceTarget {
+    pub name: String,
+    pub flavor: String,
+    pub python: String,
+    pub platform: String,
+    pub reason: String,
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct Inputs {
+    /// Globs (relative to the source root) of files that are build inputs.
+    pub include: Vec<String>,
+    #[serde(default)]
+    pub exclude: Vec<String>,
+    /// Environment variables that change the output (their values are hashed).
+    #[serde(default)]
+    pub env: Vec<String>,
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct Profile {
+    pub project: String,
+    pub python: Vec<String>,
+    pub platforms: Vec<String>,
+    /// GitHub runner label per platform.
+    pub runners: BTreeMap<String, String>,
+    pub flavors: BTreeMap<String, Flavor>,
+    #[serde(default)]
+    pub source_targets: Vec<SourceTarget>,
+    /// Environment for every cell.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    pub inputs: Inputs,
+}
+
+/// One build of the matrix.
+#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
+pub struct Cell {
+    /// `cuda13x-py3.12-linux-64`, or a source target's name.
+    pub id: String,
+    pub flavor: String,
+    pub package: String,
+    pub cuda: String,
+    pub python: String,
+    pub platform: String,
+    pub runner: String,
+    /// `<dist>-py<X.Y>-<plat>`: the artifact name without its `-pr<N>-<sha>`/`-<sha>` suffix.
+    pub artifact_stem: String,
+    /// `wheel` (a prebuilt wheel can serve it) or `source` (must build from source).
+    pub route: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub route_reason: Option<String>,
+    pub env: BTreeMap<String, String>,
+}
+
+fn invalid(path: &str, message: impl Into<String>) -> ProfileError {
+    ProfileError::Invalid {
+        path: path.to_owned(),
+        message: message.into(),
+    }
+}
+
+impl Profile {
+    pub fn load(path: &Path) -> Result<Profile, ProfileError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ProfileError::Read {
+            path: path.to_owned(),
+            source,
+        })?;
+        Profile::parse(&text, &path.display().to_string())
+    }
+
+    /// Parses and validates; errors name the key at fault.
+    pub fn parse(text: &str, origin: &str) -> Result<Profile, ProfileError> {
+        let p: Profile =
+            toml::from_str(text).map_err(|e| invalid(origin, e.message().to_owned()))?;
+        for v in &p.python {
+            v.parse::<PythonVersion>()
+                .map_err(|e| invalid(origin, format!("python: {e}")))?;
+        }
+        let check_platform = |key: &str, pl: &str| -> Result<(), ProfileError> {
+            pl.parse::<Platform>()
+                .map(|_| ())
+                .map_err(|e| invalid(origin, format!("{key}: {e}")))
+        };
+        for pl in &p.platforms {
+            check_platform("platforms", pl)?;
+            if !p.runners.contains_key(pl) {
+                return Err(invalid(
+                    origin,
+                    format!("runners: no runner label for platform {pl:?}"),
+                ));
+            }
+        }
+        for (name, f) in &p.flavors {
+            if vouch_core::normalize_dist_name(&f.package) != f.package {
+                return Err(invalid(
+                    origin,
+                    format!(
+                        "flavors.{name}.package: {:?} is not a normalized name",
+                        f.package
+                    ),
+                ));
+            }
+            for pl in &f.platforms {
+                check_platform(&format!("flavors.{name}.platforms"), pl)?;
+                if !p.platforms.contains(pl) {
+                    return Err(invalid(
+                        origin,
+                        format!("flavors.{name}.platforms: {pl:?} is not in `platforms`"),
+                    ));
+                }
+            }
+        }
+        for t in &p.source_targets {
+            if !p.flavors.contains_key(&t.flavor) {
+                return Err(invalid(
+                    origin,
+                    format!("source_targets {:?}: unknown flavor {:?}", t.name, t.flavor),
+                ));
+            }
+            t.python
+                .parse::<PythonVersion>()
+                .map_err(|e| invalid(origin, format!("source_targets {:?}.python: {e}", t.name)))?;
+            check_platform(
+                &format!("source_targets {:?}.platform", t.name),
+                &t.platform,
+            )?;
+        }
+        Ok(p)
+    }
+
+    fn cell(
+        &self,
+        id: String,
+        flavor: &str,
+        python: &str,
+        platform: &str,
+        route: (&str, Option<String>),
+        extra: &BTreeMap<String, String>,
+    ) -> Cell {
+        let f = &self.flavors[flavor];
+        let mut env = self.env.clone();
+        env.extend(f.env.clone());
+        env.extend(extra.clone());
+        Cell {
+            artifact_stem: format!("{}-py{python}-{platform}", f.package),
+            id,
+            flavor: flavor.to_owned(),
+            package: f.package.clone(),
+            cuda: f.cuda.clone(),
+            python: python.to_owned(),
+            platform: platform.to_owned(),
+            runner: self.runners[platform].clone(),
+            route: route.0.to_owned(),
+            route_reason: route.1,
+            env,
+        }
+    }
+
+    /// The matrix, in a fixed order: flavors by name, then platforms and Python versions in
+    /// profile order, then the source targets.
+    pub fn plan(&self) -> Vec<Cell> {
+        let mut cells = Vec::new();
+        for (name, f) in &self.flavors {
+            let platforms = if f.platforms.is_empty() {
+                &self.platforms
+            } else {
+                &f.platforms
+            };
+            for pl in platforms {
+                for py in &self.python {
+                    cells.push(self.cell(
+                        format!("{name}-py{py}-{pl}"),
+                        name,
+                        py,
+                        pl,
+                        ("wheel", None),
+                        &BTreeMap::new(),
+                    ));
+                }
+            }
+        }
+        for t in &self.source_targets {
+            cells.push(self.cell(
+                t.name.clone(),
+                &t.flavor,
+                &t.python,
+                &t.platform,
+                ("source", Some(t.reason.clone())),
+                &t.env,
+            ));
+        }
+        cells
+    }
+
+    pub fn find_cell(&self, id: &str) -> Result<Cell, ProfileError> {
+        self.plan()
+            .into_iter()
+            .find(|c| c.id == id)
+            .ok_or_else(|| ProfileError::NoCell(id.to_owned()))
+    }
+}
+
+/// `{"include": [...]}` for `strategy.matrix` via `fromJson`.
+pub fn github_matrix(cells: &[Cell]) -> serde_json::Value {
+    let include: Vec<serde_json::Value> = cells
+        .iter()
+        .map(|c| {
+            serde_json::json!({
+                "cell": c.id, "runner": c.runner, "artifact": c.artifact_stem, "route": c.route,
+                "package": c.package, "cuda": c.cuda, "python": c.python, "platform": c.platform,
+            })
+        })
+        .collect();
+    serde_json::json!({ "include": include })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MIN: &str = r#"
+project = "x"
+python = ["3.12"]
+platforms = ["linux-64"]
+runners = { linux-64 = "ubuntu-24.04" }
+inputs = { include = ["**/*.c"] }
+[flavors.cuda13x]
+package = "x-cuda13x"
+cuda = "13.0"
+"#;
+
+    #[test]
+    fn errors_name_the_key() {
+        assert!(Profile::parse(MIN, "p").is_ok());
+        let bad = [
+            (
+                MIN.replace("python = [\"3.12\"]", "python = [\"3\"]"),
+                "python: Python part \"3\"",
+            ),
+            (
+                MIN.replace("platforms = [\"linux-64\"]", "platforms = [\"mac-64\"]"),
+                "platforms: platform \"mac-64\"",
+            ),
+            (
+                MIN.replace("runners = { linux-64 = \"ubuntu-24.04\" }", "runners = {}"),
+                "runners: no runner label for platform \"linux-64\"",
+            ),
+            (
+                MIN.replace("package = \"x-cuda13x\"", "package = \"X_Cuda13x\""),
+                "flavors.cuda13x.package",
+            ),
+            (
+                MIN.replace("cuda = \"13.0\"", "cuda = \"13.0\"\ncudaa = 1"),
+                "unknown field `cudaa`",
+            ),
+        ];
+        for (text, want) in bad {
+            let e = Profile::parse(&text, "p").unwrap_err().to_string();
+            assert!(e.contains(want), "{e}");
+        }
+    }
+}

@@ -1,0 +1,83 @@
+//! `vouch plan` and `vouch inputs`.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Args;
+use vouch_profile::Profile;
+
+use crate::output;
+
+#[derive(Args, Debug)]
+pub struct PlanArgs {
+    /// The project profile.
+    #[arg(long, default_value = "vouch.toml", value_name = "FILE")]
+    pub profile: PathBuf,
+    /// github (`{"include": [...]}` for `strategy.matrix` via `fromJson`), json, or table.
+    #[arg(long, default_value = "table")]
+    pub format: String,
+}
+
+#[derive(Args, Debug)]
+pub struct InputsArgs {
+    #[arg(long, default_value = "vouch.toml", value_name = "FILE")]
+    pub profile: PathBuf,
+    /// The cell id (see `vouch plan`).
+    #[arg(long)]
+    pub cell: String,
+    /// The source tree (an unpacked sdist or a checkout).
+    #[arg(long, value_name = "DIR")]
+    pub source: PathBuf,
+    /// List every input that went into the digest.
+    #[arg(long)]
+    pub explain: bool,
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn plan(args: PlanArgs) -> anyhow::Result<ExitCode> {
+    let profile = Profile::load(&args.profile)?;
+    let cells = profile.plan();
+    match args.format.as_str() {
+        "github" => output::data(serde_json::to_string(&vouch_profile::github_matrix(
+            &cells,
+        ))?),
+        "json" => output::json(&cells),
+        "table" => {
+            output::data(format!(
+                "{:<40} {:<18} {:<6} {:<6} {}",
+                "cell", "runner", "route", "cuda", "artifact"
+            ));
+            for c in &cells {
+                output::data(format!(
+                    "{:<40} {:<18} {:<6} {:<6} {}",
+                    c.id, c.runner, c.route, c.cuda, c.artifact_stem
+                ));
+            }
+        }
+        other => anyhow::bail!(crate::verify_cmd::UsageError(format!(
+            "--format {other:?}: expected github, json or table"
+        ))),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn inputs(args: InputsArgs) -> anyhow::Result<ExitCode> {
+    let profile = Profile::load(&args.profile)?;
+    let cell = profile.find_cell(&args.cell)?;
+    let d = vouch_profile::inputs_digest(&profile, &cell, &args.source)?;
+    if args.json {
+        output::json(&d);
+    } else {
+        if args.explain {
+            for line in &d.explain {
+                output::data(line);
+            }
+        }
+        output::data(format!(
+            "{}  {} files, {} bytes",
+            d.digest, d.files, d.bytes
+        ));
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,162 @@
+//! Issue 6 (part): the CuPy profile, the matrix, and the build-inputs digest.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::*;
+
+fn cupy_profile() -> PathBuf {
+    repo_root().join("pyproject-templates/cupy/vouch.toml")
+}
+
+#[test]
+fn cupy_matrix_for_github() {
+    let r = run(vouch()
+        .args(["plan", "--format", "github", "--profile"])
+        .arg(cupy_profile()));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let m: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    let cells = m["include"].as_array().unwrap();
+    // 2 flavors x 3 platforms x 6 Pythons, plus 2 source-only targets.
+    assert_eq!(cells.len(), 38);
+    let source: Vec<&str> = cells
+        .iter()
+        .filter(|c| c["route"] == "source")
+        .map(|c| c["cell"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        source,
+        [
+            "cuda13x-py3.12-linux-64-cuda-python",
+            "cuda12x-py3.12-linux-64-cuda-python"
+        ]
+    );
+    let json = run(vouch()
+        .args(["plan", "--format", "json", "--profile"])
+        .arg(cupy_profile()))
+    .json();
+    let cuda_python = json
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == "cuda13x-py3.12-linux-64-cuda-python")
+        .unwrap();
+    assert_eq!(cuda_python["env"]["CUPY_USE_CUDA_PYTHON"], "1");
+    assert!(
+        json.as_array()
+            .unwrap()
+            .iter()
+            .filter(|c| c["route"] == "wheel")
+            .all(|c| c["env"].get("CUPY_USE_CUDA_PYTHON").is_none())
+    );
+    insta::assert_snapshot!(
+        "cupy_plan_github",
+        serde_json::to_string_pretty(&m).unwrap()
+    );
+}
+
+#[test]
+fn profile_errors_name_the_key() {
+    let dir = tempdir();
+    let p = dir.path().join("vouch.toml");
+    let text = std::fs::read_to_string(cupy_profile())
+        .unwrap()
+        .replace("linux-aarch64 = \"ubuntu-24.04-arm\"", "");
+    std::fs::write(&p, text).unwrap();
+    let r = run(vouch().args(["plan", "--profile"]).arg(&p));
+    assert_eq!(r.code, 3, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("runners: no runner label for platform \"linux-aarch64\""),
+        "{}",
+        r.stderr
+    );
+}
+
+/// A tiny CuPy-shaped source tree.
+fn cupy_shaped(dir: &Path) {
+    for (rel, text) in [
+        ("setup.py", "from setuptools import setup\nsetup()\n"),
+        (
+            "pyproject.toml",
+            "[build-system]\nrequires = [\"setuptools\", \"Cython\"]\n",
+        ),
+        ("cupy/__init__.py", "from cupy._core import *\n"),
+        ("cupy/_core/core.pyx", "cdef class ndarray:\n    pass\n"),
+        ("cupy/cuda/cupy_cub.cu", "__global__ void k() {}\n"),
+        (
+            "cupy_backends/cuda/api/runtime.pyx",
+            "cpdef int getDevice():\n    return 0\n",
+        ),
+        ("tests/test_core.py", "def test(): pass\n"),
+        ("docs/index.rst", "CuPy\n"),
+    ] {
+        let p = dir.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+}
+
+fn digest(profile: &Path, cell: &str, source: &Path) -> serde_json::Value {
+    let r = run(vouch()
+        .args(["inputs", "--json", "--cell", cell, "--profile"])
+        .arg(profile)
+        .arg("--source")
+        .arg(source));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    r.json()
+}
+
+#[test]
+fn build_inputs_digest() {
+    let dir = tempdir();
+    let a = dir.path().join("a/cupy-14.2.0");
+    let b = dir.path().join("elsewhere/checkout");
+    cupy_shaped(&a);
+    cupy_shaped(&b);
+    let cell = "cuda13x-py3.12-linux-64";
+    let da = digest(&cupy_profile(), cell, &a);
+    assert_eq!(da["files"], 6, "tests/ and docs/ are not inputs: {da}");
+    assert_eq!(
+        digest(&cupy_profile(), cell, &b)["digest"],
+        da["digest"],
+        "another directory, same digest"
+    );
+
+    // Tests and docs do not change it.
+    std::fs::write(b.join("tests/test_core.py"), "def test(): assert True\n").unwrap();
+    assert_eq!(digest(&cupy_profile(), cell, &b)["digest"], da["digest"]);
+    // One .pyx byte does.
+    std::fs::write(
+        b.join("cupy/_core/core.pyx"),
+        "cdef class ndarray:\n    pass \n",
+    )
+    .unwrap();
+    assert_ne!(digest(&cupy_profile(), cell, &b)["digest"], da["digest"]);
+
+    // Another CUDA version, another CUPY_NVCC_GENERATE_CODE: other digests.
+    let text = std::fs::read_to_string(cupy_profile()).unwrap();
+    let other_cuda = dir.path().join("cuda131.toml");
+    std::fs::write(
+        &other_cuda,
+        text.replace("cuda = \"13.0\"", "cuda = \"13.1\""),
+    )
+    .unwrap();
+    assert_ne!(digest(&other_cuda, cell, &a)["digest"], da["digest"]);
+    let other_arch = dir.path().join("arch.toml");
+    std::fs::write(
+        &other_arch,
+        text.replace(
+            "env = { CUPY_NVCC_GENERATE_CODE = \"arch=compute_75,code=sm_75;",
+            "env = { CUPY_NVCC_GENERATE_CODE = \"arch=compute_80,code=sm_80;",
+        ),
+    )
+    .unwrap();
+    assert_ne!(digest(&other_arch, cell, &a)["digest"], da["digest"]);
+    // And another cell of the same flavor differs (Python is an input).
+    assert_ne!(
+        digest(&cupy_profile(), "cuda13x-py3.13-linux-64", &a)["digest"],
+        da["digest"]
+    );
+}
