@@ -172,6 +172,20 @@ fn rand_suffix() -> String {
     N.fetch_add(1, Ordering::Relaxed).to_string()
 }
 
+/// `vouch fetch` arguments for PR 7's build of HEAD, artifact `name`.
+fn pr7_args(name: &str) -> Vec<&str> {
+    vec![
+        "--event",
+        "pull_request",
+        "--pr",
+        "7",
+        "--sha",
+        HEAD,
+        "--artifact-name",
+        name,
+    ]
+}
+
 fn push_name() -> String {
     format!("cupy-cuda13x-py3.12-linux-64-{HEAD}")
 }
@@ -235,19 +249,7 @@ fn pull_request_build_checks_both_shas() {
     let name = format!("cupy-cuda13x-py3.12-linux-64-pr7-{HEAD}");
     w.publish(&name, 700, "pull_request", Some(7), &[wh, b]);
     let gh = w.github();
-    let (r, _) = w.fetch(
-        &gh,
-        &[
-            "--event",
-            "pull_request",
-            "--pr",
-            "7",
-            "--sha",
-            HEAD,
-            "--artifact-name",
-            &name,
-        ],
-    );
+    let (r, _) = w.fetch(&gh, &pr7_args(&name));
     assert_eq!(r.code, 0, "{}", r.stderr);
     let v = &r.json()["wheels"][0]["verified"];
     assert_eq!(
@@ -414,19 +416,7 @@ fn rejects_bundle_replayed_from_another_pr() {
     let name = format!("cupy-cuda13x-py3.12-linux-64-pr7-{HEAD}");
     w.publish(&name, 700, "pull_request", Some(7), &[wh, b]);
     let gh = w.github();
-    let (r, out) = w.fetch(
-        &gh,
-        &[
-            "--event",
-            "pull_request",
-            "--pr",
-            "7",
-            "--sha",
-            HEAD,
-            "--artifact-name",
-            &name,
-        ],
-    );
+    let (r, out) = w.fetch(&gh, &pr7_args(&name));
     assert_rejected(
         &r,
         &out,

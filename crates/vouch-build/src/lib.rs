@@ -139,16 +139,18 @@ fn compilers(python: &Path) -> Result<(String, String), BuildError> {
     let mut cmd = scrubbed_command(python);
     cmd.args(["-c", "import sysconfig as s; print(s.get_config_var('CC') or 'cc'); print(s.get_config_var('CXX') or 'c++')"]);
     let out = run_logged(cmd, "reading the interpreter's compiler settings")?;
-    let mut lines = out.lines();
-    let cc = std::env::var("CC")
-        .ok()
-        .filter(|v| !v.trim().is_empty())
-        .unwrap_or_else(|| lines.next().unwrap_or("cc").to_owned());
-    let mut lines = out.lines().skip(1);
-    let cxx = std::env::var("CXX")
-        .ok()
-        .filter(|v| !v.trim().is_empty())
-        .unwrap_or_else(|| lines.next().unwrap_or("c++").to_owned());
+    let mut configured = out.lines();
+    let (conf_cc, conf_cxx) = (
+        configured.next().unwrap_or("cc"),
+        configured.next().unwrap_or("c++"),
+    );
+    let from_env = |var: &str, fallback: &str| {
+        std::env::var(var)
+            .ok()
+            .filter(|v| !v.trim().is_empty())
+            .unwrap_or_else(|| fallback.to_owned())
+    };
+    let (cc, cxx) = (from_env("CC", conf_cc), from_env("CXX", conf_cxx));
     Ok((cc, cxx))
 }
 

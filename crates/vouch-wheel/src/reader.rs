@@ -167,35 +167,34 @@ fn members_of<T: Send>(
     per_member: PerMember<'_, T>,
 ) -> Result<Vec<(Member, T)>, WheelError> {
     let archive = open_archive(path, bytes)?;
-    let mut total = 0u64;
+    // One pass over the central directory: bound the total before inflating anything, and
+    // order the work largest first, one task per member, so two cores finish together even when
+    // a few huge shared objects sit next to each other in the archive.
     let mut headers = archive.clone();
+    let mut total = 0u64;
+    let mut sizes = Vec::with_capacity(archive.len());
     for i in 0..archive.len() {
-        let (name, size) = headers
+        let f = headers
             .by_index_raw(i)
-            .map(|f| (String::from_utf8_lossy(f.name_raw()).into_owned(), f.size()))
             .map_err(|source| WheelError::BadZip {
                 path: path.to_owned(),
                 source,
             })?;
-        total = total.saturating_add(size);
+        total = total.saturating_add(f.size());
         if total > MAX_TOTAL_SIZE {
             return Err(WheelError::TooLarge {
                 path: path.to_owned(),
-                member: format!("{name} (with the members before it)"),
+                member: format!(
+                    "{} (with the members before it)",
+                    String::from_utf8_lossy(f.name_raw())
+                ),
                 size: total,
                 limit: MAX_TOTAL_SIZE,
             });
         }
+        sizes.push(f.compressed_size());
     }
-
-    // Largest first, one task per member, so two cores finish together even when a few huge
-    // shared objects sit next to each other in the archive.
     let mut order: Vec<usize> = (0..archive.len()).collect();
-    let mut sizer = archive.clone();
-    let sizes: Vec<u64> = order
-        .iter()
-        .map(|&i| sizer.by_index_raw(i).map_or(0, |f| f.compressed_size()))
-        .collect();
     order.sort_by_key(|&i| std::cmp::Reverse(sizes[i]));
     let mut results: Vec<(usize, Option<(Member, T)>)> = order
         .into_par_iter()
