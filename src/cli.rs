@@ -36,6 +36,9 @@ pub enum Command {
     Demo(DemoArgs),
     /// Build one wheel of a PEP 517 project reproducibly, then normalize it.
     Build(BuildArgs),
+    /// Lay out a cell's CUDA toolkit in the cache directory (also done by `build --cell`).
+    #[command(subcommand)]
+    Toolchain(crate::build_cmd::ToolchainCommand),
     /// Repack wheels deterministically (sorted members, fixed times and modes, new RECORD).
     Normalize(NormalizeArgs),
     /// Compare two wheels member by member. Exits 0 when identical, 1 when they differ.
@@ -117,12 +120,30 @@ pub struct CacheArgs {
 
 #[derive(Args, Debug)]
 pub struct BuildArgs {
-    /// The project directory (with pyproject.toml or setup.py).
-    #[arg(long, value_name = "DIR")]
+    /// The project: a directory (with pyproject.toml or setup.py) or an sdist (.tar.gz).
+    #[arg(long, value_name = "DIR|SDIST")]
     pub source: PathBuf,
-    /// Where to write the normalized wheel.
+    /// Where to write the normalized wheel (and, with --cell, its build record).
     #[arg(long, value_name = "DIR")]
     pub out: PathBuf,
+    /// Build one cell of a profile's matrix: its toolchain, template, environment.
+    #[arg(long, value_name = "CELL")]
+    pub cell: Option<String>,
+    /// The project profile (with --cell).
+    #[arg(long, default_value = "vouch.toml", value_name = "FILE")]
+    pub profile: PathBuf,
+    /// Skip the build when DIR holds a wheel with this cell's build-inputs digest (from an
+    /// earlier build record); copy it instead.
+    #[arg(long, value_name = "DIR", requires = "cell")]
+    pub reuse_from: Option<PathBuf>,
+    /// The commit being built, for the artifact name [default: GITHUB_SHA, else the source's
+    /// git HEAD].
+    #[arg(long, value_name = "SHA")]
+    pub sha: Option<String>,
+    /// Override one of the cell's variables (recorded, and part of the inputs digest), e.g.
+    /// `--set CUPY_NVCC_GENERATE_CODE=arch=compute_75,code=sm_75`.
+    #[arg(long = "set", value_name = "KEY=VALUE", requires = "cell", value_parser = crate::plan_cmd::parse_set)]
+    pub set: Vec<(String, String)>,
     #[command(flatten)]
     pub epoch: EpochArgs,
     #[command(flatten)]
@@ -204,7 +225,8 @@ pub fn default_cache_dir(explicit: Option<PathBuf>) -> PathBuf {
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Demo(args) => demo::run(args),
-        Command::Build(args) => build(args),
+        Command::Build(args) => crate::build_cmd::build(args),
+        Command::Toolchain(cmd) => crate::build_cmd::toolchain(cmd),
         Command::Normalize(args) => normalize(args),
         Command::Diff(args) => diff(args),
         Command::Name(cmd) => name(cmd),
@@ -237,103 +259,15 @@ pub fn build_options(
         env: Vec::new(),
         launcher: None,
         work_dir: env.work_dir.clone(),
+        path_prepend: Vec::new(),
+        prefix_maps: Vec::new(),
+        patch: None,
+        repair: None,
     }
-}
-
-#[derive(serde::Serialize)]
-struct CacheRecord {
-    tool: vouch_cache::Tool,
-    policy: vouch_cache::ScopePolicy,
-    gateway: vouch_cache::GatewayStats,
-    compiler_cache: Option<vouch_cache::ToolStats>,
-}
-
-#[derive(serde::Serialize)]
-struct BuildRecord {
-    #[serde(flatten)]
-    build: vouch_build::BuildOutput,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    cache: Option<CacheRecord>,
-}
-
-fn build(args: BuildArgs) -> anyhow::Result<ExitCode> {
-    let mut options = build_options(
-        &args.source,
-        &args.out,
-        args.epoch.source_date_epoch,
-        &args.env,
-    );
-    output::note(format!("building {}", args.source.display()));
-    let cache = match (args.cache.cache, &args.cache.cache_store) {
-        (Some(tool), Some(store)) => {
-            let policy = args
-                .cache
-                .scope
-                .policy()
-                .context("deciding the cache scope")?;
-            output::note(format!(
-                "cache: {} via {} ({})",
-                tool.name(),
-                store_display(store),
-                policy.reason
-            ));
-            let store = crate::cache_cmd::store_with_password(
-                store,
-                args.cache.cache_password_file.as_deref(),
-            )?;
-            let gateway = vouch_cache::RunningGateway::start(
-                &store,
-                policy.clone(),
-                "127.0.0.1:0".parse().expect("address"),
-                vouch_cache::DEFAULT_MAX_ENTRY,
-            )?;
-            let session = vouch_cache::ToolSession::start(tool, &gateway.url)?;
-            options.env.extend(session.env.iter().cloned());
-            options.launcher = Some(session.binary.clone());
-            Some((tool, policy, gateway, session))
-        }
-        _ => None,
-    };
-    let built = vouch_build::build_wheel(&options)
-        .with_context(|| format!("building a wheel from {:?}", args.source))?;
-    let cache = match cache {
-        Some((tool, policy, gateway, session)) => {
-            let compiler_cache = session
-                .stats()
-                .map_err(|e| tracing::warn!(error = %e, "no compiler-cache stats"))
-                .ok();
-            session.finish()?;
-            let gateway = gateway.stats();
-            output::note(format!(
-                "cache: {} hits, {} misses, {} writes to {}, {} refused",
-                gateway.hits,
-                gateway.misses,
-                gateway.writes,
-                gateway.write_scope.as_deref().unwrap_or("-"),
-                gateway.refused_writes
-            ));
-            Some(CacheRecord {
-                tool,
-                policy,
-                gateway,
-                compiler_cache,
-            })
-        }
-        None => None,
-    };
-    if args.common.json {
-        output::json(&BuildRecord {
-            build: built,
-            cache,
-        });
-    } else {
-        output::data(format!("{}  {}", built.sha256, built.wheel.display()));
-    }
-    Ok(ExitCode::SUCCESS)
 }
 
 /// A store spec without any password.
-fn store_display(spec: &str) -> String {
+pub fn store_display(spec: &str) -> String {
     match spec.split_once("://").and_then(|(scheme, rest)| {
         rest.rsplit_once('@')
             .map(|(_, host)| format!("{scheme}://{host}"))

@@ -78,9 +78,25 @@ pub fn code_for(err: &anyhow::Error) -> ExitCode {
             return ExitCode::from(match e {
                 BuildError::Wheel(w) => wheel_code(w),
                 BuildError::Io { .. } => IO,
-                BuildError::Project { .. } | BuildError::Epoch(_) => INVALID_INPUT,
+                BuildError::Project { .. }
+                | BuildError::Epoch(_)
+                | BuildError::Sdist { .. }
+                | BuildError::Template(_) => INVALID_INPUT,
                 BuildError::NoPython(_) | BuildError::Spawn { .. } => ENVIRONMENT,
                 BuildError::Failed { .. } | BuildError::WheelCount { .. } => BUILD_FAILED,
+            });
+        }
+        if let Some(e) = cause.downcast_ref::<vouch_toolchain::ToolchainError>() {
+            use vouch_toolchain::ToolchainError as T;
+            return ExitCode::from(match e {
+                T::Io { .. } => IO,
+                T::Digest { .. } => verify_code(vouch_verify::ErrorKind::Digest),
+                T::Download { .. } | T::Command { .. } => crate::fetch_cmd::DOWNLOAD,
+                T::Spawn { .. } => ENVIRONMENT,
+                T::UnsafeMember { .. } => crate::fetch_cmd::UNSAFE_ARCHIVE,
+                T::Requirements { .. } | T::Archive { .. } | T::Wheel { .. } | T::Empty => {
+                    INVALID_INPUT
+                }
             });
         }
         if cause.downcast_ref::<vouch_cache::ToolError>().is_some()

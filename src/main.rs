@@ -3,6 +3,7 @@
 
 mod attest_cmd;
 mod audit_cmd;
+mod build_cmd;
 mod cache_cmd;
 mod cli;
 mod demo;

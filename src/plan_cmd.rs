@@ -28,6 +28,9 @@ pub struct InputsArgs {
     /// The source tree (an unpacked sdist or a checkout).
     #[arg(long, value_name = "DIR")]
     pub source: PathBuf,
+    /// Override one of the cell's variables, as `vouch build --set` does.
+    #[arg(long = "set", value_name = "KEY=VALUE", value_parser = parse_set)]
+    pub set: Vec<(String, String)>,
     /// List every input that went into the digest.
     #[arg(long)]
     pub explain: bool,
@@ -64,7 +67,8 @@ pub fn plan(args: PlanArgs) -> anyhow::Result<ExitCode> {
 
 pub fn inputs(args: InputsArgs) -> anyhow::Result<ExitCode> {
     let profile = Profile::load(&args.profile)?;
-    let cell = profile.find_cell(&args.cell)?;
+    let mut cell = profile.find_cell(&args.cell)?;
+    cell.env.extend(args.set.iter().cloned());
     let d = vouch_profile::inputs_digest(&profile, &cell, &args.source)?;
     if args.json {
         output::json(&d);
@@ -80,4 +84,14 @@ pub fn inputs(args: InputsArgs) -> anyhow::Result<ExitCode> {
         ));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `KEY=VALUE` for `--set`.
+pub fn parse_set(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((k, v)) if !k.is_empty() && k.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') => {
+            Ok((k.to_owned(), v.to_owned()))
+        }
+        _ => Err(format!("{s:?}: expected KEY=VALUE with KEY made of letters, digits and _")),
+    }
 }

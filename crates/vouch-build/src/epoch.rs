@@ -14,6 +14,8 @@ pub enum EpochSource {
     GitCommit,
     /// The source is not in git: zip's earliest time.
     Default,
+    /// The source is an sdist: the newest modification time among its members.
+    Sdist,
 }
 
 /// The epoch a build stamps everywhere: the caller's, else the last commit touching `source`

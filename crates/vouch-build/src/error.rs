@@ -30,6 +30,10 @@ pub enum BuildError {
         "invalid SOURCE_DATE_EPOCH {0:?}: expected seconds since 1970 as a non-negative integer"
     )]
     Epoch(String),
+    #[error("sdist {path:?}: {message}")]
+    Sdist { path: PathBuf, message: String },
+    #[error("template: {0}")]
+    Template(String),
     #[error(transparent)]
     Wheel(#[from] vouch_wheel::WheelError),
 }

@@ -17,6 +17,7 @@ use serde::Serialize;
 pub use epoch::{EpochSource, parse_epoch, source_date_epoch};
 pub use error::BuildError;
 pub use pyproject::BuildSystem;
+pub use source::unpack_sdist;
 pub use venv::{BUILD_TOOL_PINS, Python, Venv};
 
 #[derive(Clone, Debug)]
@@ -38,6 +39,38 @@ pub struct BuildOptions {
     /// (and locked while a build runs) so compiler-cache keys, which see the paths in the
     /// prefix-map flags, match from build to build.
     pub work_dir: Option<PathBuf>,
+    /// Directories put first on the build's `PATH` (a toolkit's `bin`).
+    pub path_prepend: Vec<PathBuf>,
+    /// More `-ffile-prefix-map` rewrites (e.g. the toolkit directory to `/cuda`).
+    pub prefix_maps: Vec<(PathBuf, String)>,
+    /// Turns the source into the distribution to build (a profile's template).
+    pub patch: Option<SourcePatch>,
+    /// Runs between the PEP 517 build and normalization (e.g. `auditwheel repair`).
+    pub repair: Option<Repair>,
+}
+
+/// Applied to the copied source before the build: `[project]` keys in `pyproject.toml` and
+/// files placed in the tree.
+#[derive(Clone, Debug, Default)]
+pub struct SourcePatch {
+    pub project: toml::Table,
+    /// Destination (relative, `/`-separated) -> file to copy there.
+    pub files: Vec<(String, PathBuf)>,
+}
+
+/// `auditwheel repair` for manylinux tags, when the tool is there.
+#[derive(Clone, Debug, Default)]
+pub struct Repair {
+    /// `--plat`, e.g. `manylinux_2_28_x86_64`; auditwheel's choice when `None`.
+    pub plat: Option<String>,
+    /// Libraries never bundled (`--exclude`), e.g. the CUDA libraries the user installs.
+    pub exclude: Vec<String>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct RepairOutcome {
+    pub ran: bool,
+    pub detail: String,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -50,6 +83,8 @@ pub struct BuildOutput {
     /// `name==version` of everything in the build venv.
     pub build_tools: Vec<String>,
     pub seconds: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub repair: Option<RepairOutcome>,
 }
 
 /// Variables a build may see from the caller's environment. Everything else is dropped, so a
@@ -119,11 +154,24 @@ pub(crate) fn run_logged(mut cmd: Command, what: &str) -> Result<String, BuildEr
     Ok(text)
 }
 
-fn prefix_map_flags(dirs: &[&Path]) -> String {
+fn prefix_map_flags(dirs: &[&Path], extra: &[(PathBuf, String)]) -> String {
     dirs.iter()
         .map(|d| format!("-ffile-prefix-map={}=.", d.display()))
+        .chain(
+            extra
+                .iter()
+                .map(|(from, to)| format!("-ffile-prefix-map={}={to}", from.display())),
+        )
         .collect::<Vec<_>>()
         .join(" ")
+}
+
+/// `${VOUCH_WORK}` and `${VOUCH_SRC}` in a variable's value become the build's work and source
+/// directories (known only once the work directory is locked), e.g. for nvcc prefix maps.
+fn expand_placeholders(value: &str, work: &Path, tree: &Path) -> String {
+    value
+        .replace("${VOUCH_WORK}", &work.display().to_string())
+        .replace("${VOUCH_SRC}", &tree.display().to_string())
 }
 
 fn append_flags(var: &str, extra: &str) -> String {
@@ -158,12 +206,27 @@ fn compilers(python: &Path) -> Result<(String, String), BuildError> {
 /// `options.out_dir`.
 pub fn build_wheel(options: &BuildOptions) -> Result<BuildOutput, BuildError> {
     let started = std::time::Instant::now();
-    let source = std::fs::canonicalize(&options.source).map_err(|e| BuildError::Io {
+    let given = std::fs::canonicalize(&options.source).map_err(|e| BuildError::Io {
         path: options.source.clone(),
         source: e,
     })?;
+    // An sdist is unpacked first; its epoch is a property of its bytes (newest member time).
+    let unpacked;
+    let (source, sdist_epoch) = if given.is_file() {
+        unpacked = tempfile::tempdir().map_err(|e| BuildError::Io {
+            path: std::env::temp_dir(),
+            source: e,
+        })?;
+        let (root, newest) = unpack_sdist(&given, unpacked.path())?;
+        (root, Some(newest))
+    } else {
+        (given, None)
+    };
     let build_system = BuildSystem::read(&source)?;
-    let (epoch, epoch_source) = source_date_epoch(&source, options.source_date_epoch)?;
+    let (epoch, epoch_source) = match (options.source_date_epoch, sdist_epoch) {
+        (None, Some(e)) => (e, EpochSource::Sdist),
+        _ => source_date_epoch(&source, options.source_date_epoch)?,
+    };
     let python = Python::find(options.python.as_deref())?;
     let venv = Venv::ensure(&python, &build_system, &options.cache_dir)?;
 
@@ -175,8 +238,11 @@ pub fn build_wheel(options: &BuildOptions) -> Result<BuildOutput, BuildError> {
     let tree = work.root().join("src");
     let dist = work.root().join("dist");
     source::copy_tree(&source, &tree)?;
+    if let Some(patch) = &options.patch {
+        source::apply_patch(&tree, patch)?;
+    }
 
-    let flags = prefix_map_flags(&[&tree, work.root()]);
+    let flags = prefix_map_flags(&[&tree, work.root()], &options.prefix_maps);
     let mut cmd = scrubbed_command(&venv.python);
     cmd.args(["-m", "build", "--wheel", "--no-isolation", "--outdir"])
         .arg(&dist)
@@ -186,7 +252,23 @@ pub fn build_wheel(options: &BuildOptions) -> Result<BuildOutput, BuildError> {
         .env("PYTHONHASHSEED", "0")
         .env("CFLAGS", append_flags("CFLAGS", &flags))
         .env("CXXFLAGS", append_flags("CXXFLAGS", &flags))
-        .envs(options.env.iter().map(|(k, v)| (k, v)));
+        .envs(
+            options
+                .env
+                .iter()
+                .map(|(k, v)| (k, expand_placeholders(v, work.root(), &tree))),
+        );
+    if !options.path_prepend.is_empty() {
+        let mut dirs = options.path_prepend.clone();
+        if let Some(p) = std::env::var_os("PATH") {
+            dirs.extend(std::env::split_paths(&p));
+        }
+        let joined = std::env::join_paths(dirs).map_err(|e| BuildError::Io {
+            path: options.path_prepend[0].clone(),
+            source: std::io::Error::other(e),
+        })?;
+        cmd.env("PATH", joined);
+    }
     if let Some(launcher) = &options.launcher {
         let (cc, cxx) = compilers(&venv.python)?;
         cmd.env("CC", format!("{} {cc}", launcher.display()))
@@ -207,8 +289,15 @@ pub fn build_wheel(options: &BuildOptions) -> Result<BuildOutput, BuildError> {
             found: wheels.len(),
         });
     };
+    let (raw, repair) = match &options.repair {
+        Some(r) => {
+            let (path, outcome) = repair_wheel(raw, r, &dist)?;
+            (path, Some(outcome))
+        }
+        None => (raw.clone(), None),
+    };
     let report = vouch_wheel::normalize_wheel(
-        raw,
+        &raw,
         &options.out_dir,
         vouch_wheel::NormalizeOptions { epoch },
     )?;
@@ -220,5 +309,66 @@ pub fn build_wheel(options: &BuildOptions) -> Result<BuildOutput, BuildError> {
         python: python.version,
         build_tools: venv.frozen,
         seconds: started.elapsed().as_secs_f64(),
+        repair,
     })
+}
+
+/// `auditwheel repair` when the wheel has a `linux_*` tag and auditwheel is on `PATH`; else
+/// the wheel is kept as built and the outcome says why.
+fn repair_wheel(
+    raw: &Path,
+    repair: &Repair,
+    dist: &Path,
+) -> Result<(PathBuf, RepairOutcome), BuildError> {
+    let name = raw.file_name().unwrap_or_default().to_string_lossy().into_owned();
+    if !name.contains("-linux_") {
+        return Ok((
+            raw.to_owned(),
+            RepairOutcome {
+                ran: false,
+                detail: format!("{name}: not a linux_* wheel; nothing to repair"),
+            },
+        ));
+    }
+    let Ok(auditwheel) = which::which("auditwheel") else {
+        return Ok((
+            raw.to_owned(),
+            RepairOutcome {
+                ran: false,
+                detail: "auditwheel is not on PATH: the wheel keeps its linux_* tag (not uploadable to PyPI as is)".to_owned(),
+            },
+        ));
+    };
+    let out = dist.join("repaired");
+    let mut cmd = scrubbed_command(&auditwheel);
+    cmd.arg("repair").arg("-w").arg(&out);
+    if let Some(plat) = &repair.plat {
+        cmd.args(["--plat", plat]);
+    }
+    for lib in &repair.exclude {
+        cmd.args(["--exclude", lib]);
+    }
+    cmd.arg(raw);
+    let log = run_logged(cmd, "auditwheel repair")?;
+    let repaired: Vec<PathBuf> = std::fs::read_dir(&out)
+        .map_err(|e| BuildError::Io {
+            path: out.clone(),
+            source: e,
+        })?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "whl"))
+        .collect();
+    let [wheel] = repaired.as_slice() else {
+        return Err(BuildError::WheelCount {
+            found: repaired.len(),
+        });
+    };
+    let last = log.lines().last().unwrap_or_default().to_owned();
+    Ok((
+        wheel.clone(),
+        RepairOutcome {
+            ran: true,
+            detail: last,
+        },
+    ))
 }

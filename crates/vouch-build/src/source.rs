@@ -1,6 +1,6 @@
-use std::path::Path;
+use std::path::{Component, Path, PathBuf};
 
-use crate::BuildError;
+use crate::{BuildError, SourcePatch};
 
 /// Directories that are build output or VCS state, never source.
 const SKIP: &[&str] = &[
@@ -46,6 +46,119 @@ pub fn copy_tree(from: &Path, to: &Path) -> Result<(), BuildError> {
             // Follows symlinks: the build sees the content the checkout presents.
             std::fs::copy(entry.path(), &dest).map_err(io)?;
         }
+    }
+    Ok(())
+}
+
+/// Unpacks an sdist (`.tar.gz`) into `dest` and returns its single top directory and the newest
+/// member modification time. Members that would land outside `dest`, links, and devices are
+/// refused.
+pub fn unpack_sdist(sdist: &Path, dest: &Path) -> Result<(PathBuf, u64), BuildError> {
+    let bad = |message: String| BuildError::Sdist {
+        path: sdist.to_owned(),
+        message,
+    };
+    let file = std::fs::File::open(sdist).map_err(|e| BuildError::Io {
+        path: sdist.to_owned(),
+        source: e,
+    })?;
+    let name = sdist.to_string_lossy();
+    if !(name.ends_with(".tar.gz") || name.ends_with(".tgz")) {
+        return Err(bad("expected a .tar.gz sdist or a source directory".to_owned()));
+    }
+    let mut tar = tar::Archive::new(flate2::read::GzDecoder::new(std::io::BufReader::new(file)));
+    let mut top: Option<String> = None;
+    let mut newest = 0u64;
+    let entries = tar
+        .entries()
+        .map_err(|e| bad(format!("not a readable tar.gz: {e}")))?;
+    for entry in entries {
+        let mut entry = entry.map_err(|e| bad(format!("not a readable tar.gz: {e}")))?;
+        let path = entry
+            .path()
+            .map_err(|e| bad(format!("member name: {e}")))?
+            .into_owned();
+        let shown = path.display().to_string();
+        if path
+            .components()
+            .any(|c| !matches!(c, Component::Normal(_) | Component::CurDir))
+        {
+            return Err(bad(format!("member {shown:?} is not a plain relative path")));
+        }
+        let first = path
+            .components()
+            .next()
+            .map(|c| c.as_os_str().to_string_lossy().into_owned())
+            .unwrap_or_default();
+        match &top {
+            None => top = Some(first.clone()),
+            Some(t) if *t != first => {
+                return Err(bad(format!(
+                    "member {shown:?} is outside the top directory {t:?}"
+                )));
+            }
+            Some(_) => {}
+        }
+        let kind = entry.header().entry_type();
+        if !(kind.is_file() || kind.is_dir()) {
+            if matches!(kind, tar::EntryType::XGlobalHeader | tar::EntryType::XHeader) {
+                continue;
+            }
+            return Err(bad(format!(
+                "member {shown:?} is a {kind:?}; only files and directories are accepted"
+            )));
+        }
+        newest = newest.max(entry.header().mtime().unwrap_or(0));
+        let out = dest.join(&path);
+        if let Some(parent) = out.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| BuildError::Io {
+                path: parent.to_owned(),
+                source: e,
+            })?;
+        }
+        entry.unpack(&out).map_err(|e| BuildError::Io {
+            path: out.clone(),
+            source: e,
+        })?;
+    }
+    let top = top.ok_or_else(|| bad("empty archive".to_owned()))?;
+    Ok((dest.join(top), newest))
+}
+
+/// Applies a template: `[project]` keys overridden in `pyproject.toml`, files copied in.
+pub fn apply_patch(tree: &Path, patch: &SourcePatch) -> Result<(), BuildError> {
+    if !patch.project.is_empty() {
+        let path = tree.join("pyproject.toml");
+        let text = std::fs::read_to_string(&path).map_err(|e| BuildError::Io {
+            path: path.clone(),
+            source: e,
+        })?;
+        let mut doc: toml::Table = toml::from_str(&text)
+            .map_err(|e| BuildError::Template(format!("{}: {}", path.display(), e.message())))?;
+        let project = doc
+            .entry("project")
+            .or_insert_with(|| toml::Value::Table(toml::Table::new()))
+            .as_table_mut()
+            .ok_or_else(|| BuildError::Template("pyproject.toml: `project` is not a table".to_owned()))?;
+        for (k, v) in &patch.project {
+            project.insert(k.clone(), v.clone());
+        }
+        let out = toml::to_string(&doc)
+            .map_err(|e| BuildError::Template(format!("writing pyproject.toml: {e}")))?;
+        std::fs::write(&path, out).map_err(|e| BuildError::Io { path, source: e })?;
+    }
+    for (dest, from) in &patch.files {
+        let to = tree.join(dest);
+        if let Some(parent) = to.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| BuildError::Io {
+                path: parent.to_owned(),
+                source: e,
+            })?;
+        }
+        std::fs::copy(from, &to).map_err(|e| BuildError::Io {
+            path: from.clone(),
+            source: e,
+        })?;
     }
     Ok(())
 }

@@ -87,6 +87,40 @@ pub fn inputs_digest(
     for (k, v) in &cell.env {
         explain.push(format!("env {k}={v}"));
     }
+    // The toolchain by content (pins and hashes), not by where it is unpacked.
+    if let Some(tc) = profile.toolchain(cell) {
+        if let Some(req) = &tc.wheels {
+            let path = profile.resolve(req);
+            let data = std::fs::read(&path).map_err(|source| ProfileError::Source {
+                path: path.clone(),
+                source,
+            })?;
+            explain.push(format!(
+                "toolchain wheels {} root {}",
+                hex::encode(Sha256::digest(&data)),
+                tc.root.as_deref().unwrap_or("")
+            ));
+        }
+        for a in &tc.archives {
+            explain.push(format!("toolchain archive {}", a.sha256.to_ascii_lowercase()));
+        }
+    }
+    if let Some(t) = profile.template(cell) {
+        for (k, v) in &t.project {
+            explain.push(format!("template project.{k}={v}"));
+        }
+        for (dest, from) in &t.files {
+            let path = profile.resolve(from);
+            let data = std::fs::read(&path).map_err(|source| ProfileError::Source {
+                path: path.clone(),
+                source,
+            })?;
+            explain.push(format!(
+                "template file {dest} {}",
+                hex::encode(Sha256::digest(&data))
+            ));
+        }
+    }
     for k in &profile.inputs.env {
         if !cell.env.contains_key(k) {
             explain.push(format!("env {k}={}", std::env::var(k).unwrap_or_default()));

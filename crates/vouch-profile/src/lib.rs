@@ -32,7 +32,7 @@ pub enum ProfileError {
     },
 }
 
-#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct Flavor {
     /// The distribution it produces, e.g. `cupy-cuda13x`.
@@ -45,6 +45,49 @@ pub struct Flavor {
     /// Environment for every cell of this flavor.
     #[serde(default)]
     pub env: BTreeMap<String, String>,
+    /// How each platform gets this flavor's CUDA toolkit (`vouch toolchain install`).
+    #[serde(default)]
+    pub toolchain: BTreeMap<String, Toolchain>,
+    /// What turns the project's source into this flavor's distribution.
+    #[serde(default)]
+    pub template: Option<Template>,
+}
+
+/// Where a CUDA toolkit comes from: NVIDIA's PyPI wheels (a pip requirements file whose every
+/// line is pinned with `--hash`), or NVIDIA's redistributable archives by URL or path.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct Toolchain {
+    /// Requirements file, relative to the profile, every line pinned with `--hash=sha256:`.
+    #[serde(default)]
+    pub wheels: Option<String>,
+    /// The `CUDA_PATH` inside the unpacked wheels, e.g. `nvidia/cu13`.
+    #[serde(default)]
+    pub root: Option<String>,
+    /// Redistributable archives (`.tar.xz`, `.tar.gz`), merged into one tree.
+    #[serde(default)]
+    pub archives: Vec<Archive>,
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct Archive {
+    /// `https://...`, or a path relative to the profile.
+    pub url: String,
+    pub sha256: String,
+}
+
+/// Turns the project's own source into one flavor's distribution the way a release tool does:
+/// `[project]` keys to override in `pyproject.toml`, and files to place in the tree.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Template {
+    /// Keys merged into the source's `[project]` table (e.g. `name`).
+    #[serde(default)]
+    pub project: toml::Table,
+    /// Destination in the source tree -> file relative to the profile.
+    #[serde(default)]
+    pub files: BTreeMap<String, String>,
 }
 
 /// Extra cells that must build from source (no released wheel carries them).
@@ -72,9 +115,12 @@ pub struct Inputs {
     pub env: Vec<String>,
 }
 
-#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct Profile {
+    /// The directory the profile was loaded from; its relative paths resolve against it.
+    #[serde(skip)]
+    pub dir: std::path::PathBuf,
     pub project: String,
     pub python: Vec<String>,
     pub platforms: Vec<String>,
@@ -87,6 +133,20 @@ pub struct Profile {
     #[serde(default)]
     pub env: BTreeMap<String, String>,
     pub inputs: Inputs,
+    /// `auditwheel repair` settings for Linux cells (run when auditwheel is on PATH).
+    #[serde(default)]
+    pub repair: Option<RepairSpec>,
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct RepairSpec {
+    /// Shared libraries never bundled into the wheel (the user installs them).
+    #[serde(default)]
+    pub exclude: Vec<String>,
+    /// `--plat` per platform, e.g. `linux-64 = "manylinux_2_28_x86_64"`.
+    #[serde(default)]
+    pub plat: BTreeMap<String, String>,
 }
 
 /// One build of the matrix.
@@ -122,7 +182,27 @@ impl Profile {
             path: path.to_owned(),
             source,
         })?;
-        Profile::parse(&text, &path.display().to_string())
+        let mut p = Profile::parse(&text, &path.display().to_string())?;
+        p.dir = path
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+            .unwrap_or(Path::new("."))
+            .to_owned();
+        Ok(p)
+    }
+
+    /// The toolchain a cell builds with, if its flavor declares one for the cell's platform.
+    pub fn toolchain(&self, cell: &Cell) -> Option<&Toolchain> {
+        self.flavors.get(&cell.flavor)?.toolchain.get(&cell.platform)
+    }
+
+    pub fn template(&self, cell: &Cell) -> Option<&Template> {
+        self.flavors.get(&cell.flavor)?.template.as_ref()
+    }
+
+    /// A path the profile names, resolved against the profile's directory.
+    pub fn resolve(&self, rel: &str) -> std::path::PathBuf {
+        self.dir.join(rel)
     }
 
     /// Parses and validates; errors name the key at fault.
@@ -156,6 +236,55 @@ impl Profile {
                         f.package
                     ),
                 ));
+            }
+            for (pl, tc) in &f.toolchain {
+                let key = format!("flavors.{name}.toolchain.{pl}");
+                check_platform(&key, pl)?;
+                match (&tc.wheels, tc.archives.is_empty()) {
+                    (Some(_), true) if tc.root.is_some() => {}
+                    (Some(_), true) => {
+                        return Err(invalid(
+                            origin,
+                            format!("{key}.root: required with `wheels` (e.g. \"nvidia/cu13\")"),
+                        ));
+                    }
+                    (None, false) => {}
+                    _ => {
+                        return Err(invalid(
+                            origin,
+                            format!("{key}: expected exactly one of `wheels` or `archives`"),
+                        ));
+                    }
+                }
+                for a in &tc.archives {
+                    if a.sha256.len() != 64 || !a.sha256.bytes().all(|b| b.is_ascii_hexdigit()) {
+                        return Err(invalid(
+                            origin,
+                            format!("{key}.archives: sha256 of {:?} is not 64 hex digits", a.url),
+                        ));
+                    }
+                }
+            }
+            if let Some(t) = &f.template {
+                for (k, v) in &t.project {
+                    if k == "name" && v.as_str() != Some(f.package.as_str()) {
+                        return Err(invalid(
+                            origin,
+                            format!(
+                                "flavors.{name}.template.project.name: {v} is not the flavor's package {:?}",
+                                f.package
+                            ),
+                        ));
+                    }
+                }
+                for dest in t.files.keys() {
+                    if dest.starts_with('/') || dest.split('/').any(|c| c == ".." || c.is_empty()) {
+                        return Err(invalid(
+                            origin,
+                            format!("flavors.{name}.template.files: {dest:?} is not a relative path inside the source"),
+                        ));
+                    }
+                }
             }
             for pl in &f.platforms {
                 check_platform(&format!("flavors.{name}.platforms"), pl)?;

@@ -1,0 +1,99 @@
+//! What an unpacked toolkit needs before a build can use it: the PyPI wheels carry no execute
+//! bits on some tools, no unversioned `libX.so` names for the linker, and no `libcuda.so` (the
+//! driver library, which a build machine without a GPU does not have).
+
+use std::path::Path;
+use std::process::Command;
+
+use crate::{ToolchainError, io};
+
+pub fn fix_tree(cuda_path: &Path) -> Result<(), ToolchainError> {
+    for dir in ["bin", "nvvm/bin"] {
+        make_executable(&cuda_path.join(dir))?;
+    }
+    for dir in ["lib", "lib64"] {
+        unversioned_links(&cuda_path.join(dir))?;
+    }
+    let lib = cuda_path.join("lib");
+    let has_stub = ["lib/stubs/libcuda.so", "lib64/stubs/libcuda.so"]
+        .iter()
+        .any(|p| cuda_path.join(p).exists());
+    if lib.is_dir() && !has_stub {
+        stub_library(&lib.join("stubs"), "cuda", 1)?;
+    }
+    Ok(())
+}
+
+#[cfg(unix)]
+fn make_executable(dir: &Path) -> Result<(), ToolchainError> {
+    use std::os::unix::fs::PermissionsExt as _;
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Ok(());
+    };
+    for e in entries {
+        let e = e.map_err(io(dir))?;
+        let path = e.path();
+        let ft = e.file_type().map_err(io(&path))?;
+        let is_data = path
+            .extension()
+            .is_some_and(|x| x == "profile" || x == "h" || x == "txt");
+        if ft.is_file() && !is_data {
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755))
+                .map_err(io(&path))?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(not(unix))]
+fn make_executable(_dir: &Path) -> Result<(), ToolchainError> {
+    Ok(())
+}
+
+/// `libcudart.so.13` -> also `libcudart.so`, pointing at the shortest versioned name.
+fn unversioned_links(dir: &Path) -> Result<(), ToolchainError> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Ok(());
+    };
+    let mut names: Vec<String> = entries
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort_by_key(|n| (n.len(), n.clone()));
+    for name in &names {
+        let Some((base, version)) = name.split_once(".so.") else {
+            continue;
+        };
+        if version.is_empty() || !version.split('.').all(|p| p.bytes().all(|b| b.is_ascii_digit())) {
+            continue;
+        }
+        let link = dir.join(format!("{base}.so"));
+        if link.symlink_metadata().is_ok() {
+            continue;
+        }
+        #[cfg(unix)]
+        std::os::unix::fs::symlink(name, &link).map_err(io(&link))?;
+        #[cfg(not(unix))]
+        std::fs::copy(dir.join(name), &link).map_err(io(&link))?;
+    }
+    Ok(())
+}
+
+/// Builds an empty shared library `lib<name>.so` with soname `lib<name>.so.<soversion>`: enough
+/// for `-l<name>` to link; the real library is loaded at run time on the GPU machine.
+pub fn stub_library(dir: &Path, name: &str, soversion: u32) -> Result<(), ToolchainError> {
+    std::fs::create_dir_all(dir).map_err(io(dir))?;
+    let src = dir.join(format!("lib{name}-stub.c"));
+    std::fs::write(&src, "/* link-time stub made by vouch */\n").map_err(io(&src))?;
+    let out = dir.join(format!("lib{name}.so"));
+    let cc = std::env::var("CC").ok().filter(|c| !c.trim().is_empty());
+    let mut cmd = Command::new(cc.as_deref().unwrap_or("cc"));
+    cmd.args(["-shared", "-nostdlib"])
+        .arg(format!("-Wl,-soname,lib{name}.so.{soversion}"))
+        .arg("-o")
+        .arg(&out)
+        .arg(&src);
+    crate::run(cmd, &format!("building the lib{name}.so stub"))?;
+    std::fs::remove_file(&src).map_err(io(&src))?;
+    Ok(())
+}

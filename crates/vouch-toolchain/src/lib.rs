@@ -1,0 +1,492 @@
+//! Lays out a CUDA toolkit (`CUDA_PATH`) for one build cell in a cache directory.
+//!
+//! Two sources, as a profile declares them:
+//! - NVIDIA's PyPI wheels (CUDA 13: `nvidia-cuda-nvcc`, `nvidia-cuda-runtime`, ...), listed in a
+//!   pip requirements file whose every line is pinned with `--hash=sha256:`; pip downloads them
+//!   and vouch checks every file's sha256 against the pins again before unpacking;
+//! - NVIDIA's redistributable archives (how GitHub runners get CUDA 12), by URL or path, each
+//!   with its sha256.
+//!
+//! The tree is built in a staging directory and renamed into place only when complete, so an
+//! interrupted install never leaves a half toolkit that a later build would reuse. A manifest
+//! (`vouch-toolchain.json`) records what went in; a later install of the same pins reuses the
+//! tree after checking every recorded file is present with its recorded size.
+
+mod archive;
+mod fixup;
+
+use std::io::Read as _;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest as _, Sha256};
+use vouch_profile::Toolchain;
+
+pub use fixup::stub_library;
+
+const MANIFEST: &str = "vouch-toolchain.json";
+
+#[derive(Debug, thiserror::Error)]
+pub enum ToolchainError {
+    #[error("{path:?}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("requirements {path:?} line {line}: {message}")]
+    Requirements {
+        path: PathBuf,
+        line: usize,
+        message: String,
+    },
+    #[error("{what}: sha256 is {actual}, expected {expected}")]
+    Digest {
+        what: String,
+        expected: String,
+        actual: String,
+    },
+    #[error("downloading {url}")]
+    Download {
+        url: String,
+        #[source]
+        source: reqwest::Error,
+    },
+    #[error("{what} exited with {status}:\n{output_tail}")]
+    Command {
+        what: String,
+        status: String,
+        output_tail: String,
+    },
+    #[error("running {what}")]
+    Spawn {
+        what: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{archive}: member {member:?}: {message}")]
+    UnsafeMember {
+        archive: String,
+        member: String,
+        message: String,
+    },
+    #[error("{archive}: not a readable archive")]
+    Archive {
+        archive: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{archive}: not a readable wheel")]
+    Wheel {
+        archive: String,
+        #[source]
+        source: zip::result::ZipError,
+    },
+    #[error("the toolchain declares no files to install")]
+    Empty,
+}
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> ToolchainError + '_ {
+    move |source| ToolchainError::Io {
+        path: path.to_owned(),
+        source,
+    }
+}
+
+/// One input file of the toolchain: a wheel or an archive.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Component {
+    pub file: String,
+    pub sha256: String,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+struct Manifest {
+    key: String,
+    components: Vec<Component>,
+    /// Every installed file (relative path, size), checked when the tree is reused.
+    files: Vec<(String, u64)>,
+}
+
+/// An installed toolkit.
+#[derive(Clone, Debug, Serialize)]
+pub struct Installed {
+    /// What `CUDA_PATH` should be.
+    pub cuda_path: PathBuf,
+    /// The cache entry (`<cache>/toolchains/<name>-<key>`).
+    pub dir: PathBuf,
+    /// sha256 over the pins: the same pins give the same key wherever they are installed.
+    pub key: String,
+    pub components: Vec<Component>,
+    /// `nvcc --version`'s release line, when there is an nvcc.
+    pub nvcc: Option<String>,
+    pub files: usize,
+    pub reused: bool,
+    pub seconds: f64,
+}
+
+impl Installed {
+    /// Directories to put first on `PATH`.
+    pub fn bin_dirs(&self) -> Vec<PathBuf> {
+        vec![self.cuda_path.join("bin")]
+    }
+
+    /// `LIBRARY_PATH` for the link step: the stubs first, so `-lcuda` finds the stub.
+    pub fn library_path(&self) -> Vec<PathBuf> {
+        vec![
+            self.cuda_path.join("lib").join("stubs"),
+            self.cuda_path.join("lib"),
+            self.cuda_path.join("lib64"),
+        ]
+    }
+}
+
+pub struct Request<'a> {
+    pub spec: &'a Toolchain,
+    /// Where the profile lives: requirement files and archive paths resolve against it.
+    pub profile_dir: &'a Path,
+    /// `<cache>/toolchains/` is where trees go.
+    pub cache_dir: &'a Path,
+    /// A readable prefix for the directory name, e.g. `cuda-13.0-linux-64`.
+    pub name: &'a str,
+    /// The interpreter whose pip downloads wheels.
+    pub python: &'a Path,
+}
+
+/// Pinned wheel files from a requirements file: `name==version --hash=sha256:HEX` per line.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WheelPin {
+    pub requirement: String,
+    pub sha256: Vec<String>,
+}
+
+pub fn parse_requirements(path: &Path) -> Result<Vec<WheelPin>, ToolchainError> {
+    let text = std::fs::read_to_string(path).map_err(io(path))?;
+    // Join backslash continuations first, as pip does.
+    let joined = text.replace("\\\r\n", " ").replace("\\\n", " ");
+    let mut pins = Vec::new();
+    for (i, line) in joined.lines().enumerate() {
+        let line = line.split('#').next().unwrap_or("").trim();
+        if line.is_empty() {
+            continue;
+        }
+        let err = |message: String| ToolchainError::Requirements {
+            path: path.to_owned(),
+            line: i + 1,
+            message,
+        };
+        let mut parts = line.split_whitespace();
+        let requirement = parts.next().expect("non-empty").to_owned();
+        if !requirement.contains("==") {
+            return Err(err(format!(
+                "{requirement:?} is not pinned with `==`"
+            )));
+        }
+        let mut sha256 = Vec::new();
+        for p in parts {
+            match p.strip_prefix("--hash=sha256:") {
+                Some(h) if h.len() == 64 && h.bytes().all(|b| b.is_ascii_hexdigit()) => {
+                    sha256.push(h.to_ascii_lowercase())
+                }
+                _ => return Err(err(format!("{p:?}: expected --hash=sha256:<64 hex>"))),
+            }
+        }
+        if sha256.is_empty() {
+            return Err(err(format!("{requirement:?} has no --hash=sha256:")));
+        }
+        pins.push(WheelPin {
+            requirement,
+            sha256,
+        });
+    }
+    if pins.is_empty() {
+        return Err(ToolchainError::Empty);
+    }
+    Ok(pins)
+}
+
+/// sha256 over what the toolchain is made of, independent of where it is installed.
+pub fn toolchain_key(spec: &Toolchain, profile_dir: &Path) -> Result<String, ToolchainError> {
+    let mut h = Sha256::new();
+    if let Some(req) = &spec.wheels {
+        for pin in parse_requirements(&profile_dir.join(req))? {
+            h.update(format!("wheel {} {}\n", pin.requirement, pin.sha256.join(",")));
+        }
+        h.update(format!("root {}\n", spec.root.as_deref().unwrap_or("")));
+    }
+    for a in &spec.archives {
+        h.update(format!("archive {}\n", a.sha256.to_ascii_lowercase()));
+    }
+    Ok(hex::encode(h.finalize()))
+}
+
+pub fn sha256_file(path: &Path) -> Result<String, ToolchainError> {
+    let mut f = std::fs::File::open(path).map_err(io(path))?;
+    let mut h = Sha256::new();
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        let n = f.read(&mut buf).map_err(io(path))?;
+        if n == 0 {
+            break;
+        }
+        h.update(&buf[..n]);
+    }
+    Ok(hex::encode(h.finalize()))
+}
+
+/// Installs (or reuses) the toolkit `req.spec` describes.
+pub fn install(req: &Request<'_>) -> Result<Installed, ToolchainError> {
+    let started = std::time::Instant::now();
+    let key = toolchain_key(req.spec, req.profile_dir)?;
+    let root_dir = req.cache_dir.join("toolchains");
+    std::fs::create_dir_all(&root_dir).map_err(io(&root_dir))?;
+    let dir = root_dir.join(format!("{}-{}", req.name, &key[..16]));
+    let cuda_rel = req.spec.root.clone().unwrap_or_default();
+
+    if let Some(manifest) = reusable(&dir, &key)? {
+        tracing::info!(dir = %dir.display(), "reusing the installed toolchain");
+        let cuda_path = dir.join("tree").join(&cuda_rel);
+        return Ok(Installed {
+            nvcc: nvcc_version(&cuda_path),
+            cuda_path,
+            dir,
+            key,
+            files: manifest.files.len(),
+            components: manifest.components,
+            reused: true,
+            seconds: started.elapsed().as_secs_f64(),
+        });
+    }
+
+    let staging = tempfile::Builder::new()
+        .prefix(".staging-")
+        .tempdir_in(&root_dir)
+        .map_err(io(&root_dir))?;
+    let tree = staging.path().join("tree");
+    std::fs::create_dir_all(&tree).map_err(io(&tree))?;
+    let components = if let Some(reqs) = &req.spec.wheels {
+        install_wheels(req, &req.profile_dir.join(reqs), staging.path(), &tree)?
+    } else {
+        install_archives(req, staging.path(), &tree)?
+    };
+    let cuda_path = tree.join(&cuda_rel);
+    fixup::fix_tree(&cuda_path)?;
+
+    let mut files = Vec::new();
+    for e in walkdir::WalkDir::new(&tree).sort_by_file_name() {
+        let e = e.map_err(|e| ToolchainError::Io {
+            path: tree.clone(),
+            source: e.into(),
+        })?;
+        if e.file_type().is_file() {
+            let len = e.metadata().map_err(|e| io(&tree)(e.into()))?.len();
+            let rel = e.path().strip_prefix(&tree).expect("under tree");
+            files.push((rel.to_string_lossy().into_owned(), len));
+        }
+    }
+    let manifest = Manifest {
+        key: key.clone(),
+        components: components.clone(),
+        files,
+    };
+    let manifest_path = staging.path().join(MANIFEST);
+    std::fs::write(
+        &manifest_path,
+        serde_json::to_vec_pretty(&manifest).expect("serializable"),
+    )
+    .map_err(io(&manifest_path))?;
+    let _ = std::fs::remove_dir_all(staging.path().join("download"));
+
+    // Whoever renames first wins; a concurrent install of the same pins made the same tree.
+    if dir.exists() {
+        std::fs::remove_dir_all(&dir).map_err(io(&dir))?;
+    }
+    let staged = staging.keep();
+    std::fs::rename(&staged, &dir).map_err(io(&dir))?;
+    let cuda_path = dir.join("tree").join(&cuda_rel);
+    Ok(Installed {
+        nvcc: nvcc_version(&cuda_path),
+        cuda_path,
+        dir,
+        key,
+        files: manifest.files.len(),
+        components,
+        reused: false,
+        seconds: started.elapsed().as_secs_f64(),
+    })
+}
+
+/// The manifest of an installed tree when it is complete and matches `key`.
+fn reusable(dir: &Path, key: &str) -> Result<Option<Manifest>, ToolchainError> {
+    let path = dir.join(MANIFEST);
+    let Ok(bytes) = std::fs::read(&path) else {
+        return Ok(None);
+    };
+    let Ok(manifest) = serde_json::from_slice::<Manifest>(&bytes) else {
+        tracing::warn!(path = %path.display(), "unreadable toolchain manifest; reinstalling");
+        return Ok(None);
+    };
+    if manifest.key != key {
+        return Ok(None);
+    }
+    let tree = dir.join("tree");
+    for (rel, len) in &manifest.files {
+        match std::fs::metadata(tree.join(rel)) {
+            Ok(m) if m.len() == *len => {}
+            _ => {
+                tracing::warn!(file = %rel, "installed toolchain is incomplete; reinstalling");
+                return Ok(None);
+            }
+        }
+    }
+    Ok(Some(manifest))
+}
+
+fn install_wheels(
+    req: &Request<'_>,
+    requirements: &Path,
+    staging: &Path,
+    tree: &Path,
+) -> Result<Vec<Component>, ToolchainError> {
+    let pins = parse_requirements(requirements)?;
+    let download = staging.join("download");
+    std::fs::create_dir_all(&download).map_err(io(&download))?;
+    let mut cmd = Command::new(req.python);
+    cmd.args([
+        "-m",
+        "pip",
+        "download",
+        "--disable-pip-version-check",
+        "--no-deps",
+        "--only-binary",
+        ":all:",
+        "--require-hashes",
+        "--progress-bar",
+        "off",
+        "--dest",
+    ])
+    .arg(&download)
+    .arg("-r")
+    .arg(requirements);
+    tracing::info!(requirements = %requirements.display(), "downloading toolkit wheels");
+    run(cmd, "pip download of the toolkit wheels")?;
+
+    let mut wheels: Vec<PathBuf> = std::fs::read_dir(&download)
+        .map_err(io(&download))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "whl"))
+        .collect();
+    wheels.sort();
+    let allowed: std::collections::BTreeSet<&str> = pins
+        .iter()
+        .flat_map(|p| p.sha256.iter().map(String::as_str))
+        .collect();
+    let mut components = Vec::new();
+    for wheel in &wheels {
+        let name = wheel
+            .file_name()
+            .expect("file")
+            .to_string_lossy()
+            .into_owned();
+        let actual = sha256_file(wheel)?;
+        if !allowed.contains(actual.as_str()) {
+            return Err(ToolchainError::Digest {
+                what: name,
+                expected: format!("one of the hashes in {}", requirements.display()),
+                actual,
+            });
+        }
+        archive::unpack_wheel(wheel, tree)?;
+        components.push(Component {
+            file: name,
+            sha256: actual,
+        });
+    }
+    if components.len() != pins.len() {
+        return Err(ToolchainError::Requirements {
+            path: requirements.to_owned(),
+            line: 0,
+            message: format!(
+                "pinned {} wheels, pip downloaded {}",
+                pins.len(),
+                components.len()
+            ),
+        });
+    }
+    Ok(components)
+}
+
+fn install_archives(
+    req: &Request<'_>,
+    staging: &Path,
+    tree: &Path,
+) -> Result<Vec<Component>, ToolchainError> {
+    if req.spec.archives.is_empty() {
+        return Err(ToolchainError::Empty);
+    }
+    let download = staging.join("download");
+    std::fs::create_dir_all(&download).map_err(io(&download))?;
+    let mut components = Vec::new();
+    for (i, a) in req.spec.archives.iter().enumerate() {
+        let file_name = a
+            .url
+            .rsplit('/')
+            .next()
+            .filter(|n| !n.is_empty())
+            .unwrap_or("archive")
+            .to_owned();
+        let local = if a.url.starts_with("https://") || a.url.starts_with("http://") {
+            let dest = download.join(format!("{i}-{file_name}"));
+            archive::download(&a.url, &dest)?;
+            dest
+        } else {
+            req.profile_dir.join(&a.url)
+        };
+        let actual = sha256_file(&local)?;
+        if actual != a.sha256.to_ascii_lowercase() {
+            return Err(ToolchainError::Digest {
+                what: a.url.clone(),
+                expected: a.sha256.to_ascii_lowercase(),
+                actual,
+            });
+        }
+        archive::unpack_tar(&local, &file_name, tree)?;
+        components.push(Component {
+            file: file_name,
+            sha256: actual,
+        });
+    }
+    Ok(components)
+}
+
+fn run(mut cmd: Command, what: &str) -> Result<String, ToolchainError> {
+    let out = cmd.output().map_err(|source| ToolchainError::Spawn {
+        what: what.to_owned(),
+        source,
+    })?;
+    let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
+    text.push_str(&String::from_utf8_lossy(&out.stderr));
+    if !out.status.success() {
+        let lines: Vec<&str> = text.lines().collect();
+        let tail = lines[lines.len().saturating_sub(30)..].join("\n");
+        return Err(ToolchainError::Command {
+            what: what.to_owned(),
+            status: out.status.to_string(),
+            output_tail: tail,
+        });
+    }
+    Ok(text)
+}
+
+fn nvcc_version(cuda_path: &Path) -> Option<String> {
+    let nvcc = cuda_path.join("bin").join("nvcc");
+    if !nvcc.exists() {
+        return None;
+    }
+    let out = Command::new(&nvcc).arg("--version").output().ok()?;
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .find(|l| l.contains("release"))
+        .map(|l| l.trim().to_owned())
+}
