@@ -31,6 +31,11 @@ pub struct ToolchainArgs {
     pub common: Common,
 }
 
+/// The interpreter does not match the cell (exit code 5, environment).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct WrongPython(String);
+
 #[derive(Serialize)]
 struct CacheRecord {
     tool: vouch_cache::Tool,
@@ -322,6 +327,14 @@ fn build_cell(args: BuildArgs) -> anyhow::Result<ExitCode> {
     } else {
         (args.source.clone(), None)
     };
+    let python = vouch_build::Python::find(args.env.python.as_deref())?;
+    let want = cell.python.trim_end_matches('t');
+    if !python.version.starts_with(&format!("{want}.")) {
+        anyhow::bail!(WrongPython(format!(
+            "cell {} is for Python {}, but the interpreter is Python {}; pass --python",
+            cell.id, cell.python, python.version
+        )));
+    }
     let inputs = vouch_profile::inputs_digest(&profile, &cell, &source)?;
     output::note(format!(
         "cell {}: inputs {} ({} files)",

@@ -86,6 +86,12 @@ pub fn code_for(err: &anyhow::Error) -> ExitCode {
                 BuildError::Failed { .. } | BuildError::WheelCount { .. } => BUILD_FAILED,
             });
         }
+        if cause
+            .downcast_ref::<crate::build_cmd::WrongPython>()
+            .is_some()
+        {
+            return ExitCode::from(ENVIRONMENT);
+        }
         if let Some(e) = cause.downcast_ref::<vouch_toolchain::ToolchainError>() {
             use vouch_toolchain::ToolchainError as T;
             return ExitCode::from(match e {

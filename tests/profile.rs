@@ -135,25 +135,47 @@ fn build_inputs_digest() {
     .unwrap();
     assert_ne!(digest(&cupy_profile(), cell, &b)["digest"], da["digest"]);
 
-    // Another CUDA version, another CUPY_NVCC_GENERATE_CODE: other digests.
-    let text = std::fs::read_to_string(cupy_profile()).unwrap();
-    let other_cuda = dir.path().join("cuda131.toml");
-    std::fs::write(
-        &other_cuda,
-        text.replace("cuda = \"13.0\"", "cuda = \"13.1\""),
-    )
-    .unwrap();
+    // Another CUDA version, another toolkit pin, another CUPY_NVCC_GENERATE_CODE: other
+    // digests. The profile is copied with the files it names (toolchain pins, templates).
+    let variant = |name: &str, edit: &dyn Fn(&str) -> String| -> PathBuf {
+        let root = dir.path().join(name);
+        for e in walkdir::WalkDir::new(cupy_profile().parent().unwrap()) {
+            let e = e.unwrap();
+            let rel = e.path().strip_prefix(cupy_profile().parent().unwrap()).unwrap();
+            if e.file_type().is_dir() {
+                std::fs::create_dir_all(root.join(rel)).unwrap();
+            } else {
+                std::fs::copy(e.path(), root.join(rel)).unwrap();
+            }
+        }
+        let p = root.join("vouch.toml");
+        std::fs::write(&p, edit(&std::fs::read_to_string(&p).unwrap())).unwrap();
+        p
+    };
+    let same = variant("same", &|t| t.to_owned());
+    assert_eq!(digest(&same, cell, &a)["digest"], da["digest"], "a copy of the profile");
+    let other_cuda = variant("cuda131", &|t| t.replace("cuda = \"13.0\"", "cuda = \"13.1\""));
     assert_ne!(digest(&other_cuda, cell, &a)["digest"], da["digest"]);
-    let other_arch = dir.path().join("arch.toml");
-    std::fs::write(
-        &other_arch,
-        text.replace(
+    let other_pin = variant("pin", &|t| t.to_owned());
+    let pins = other_pin.parent().unwrap().join("toolchains/cuda-13.0-linux-64.txt");
+    let text = std::fs::read_to_string(&pins).unwrap();
+    std::fs::write(&pins, text.replace("nvidia-cuda-nvcc==13.0.88", "nvidia-cuda-nvcc==13.0.48")).unwrap();
+    assert_ne!(digest(&other_pin, cell, &a)["digest"], da["digest"], "another nvcc pin");
+    let other_arch = variant("arch", &|t| {
+        t.replace(
             "env = { CUPY_NVCC_GENERATE_CODE = \"arch=compute_75,code=sm_75;",
             "env = { CUPY_NVCC_GENERATE_CODE = \"arch=compute_80,code=sm_80;",
-        ),
-    )
-    .unwrap();
+        )
+    });
     assert_ne!(digest(&other_arch, cell, &a)["digest"], da["digest"]);
+    // `--set` overrides a cell variable, and the digest follows.
+    let r = run(vouch()
+        .args(["inputs", "--json", "--cell", cell, "--set", "CUPY_NVCC_GENERATE_CODE=arch=compute_75,code=sm_75", "--profile"])
+        .arg(cupy_profile())
+        .arg("--source")
+        .arg(&a));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_ne!(r.json()["digest"], da["digest"]);
     // And another cell of the same flavor differs (Python is an input).
     assert_ne!(
         digest(&cupy_profile(), "cuda13x-py3.13-linux-64", &a)["digest"],

@@ -118,6 +118,7 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
 }
 
 /// One member of a crafted wheel.
+#[derive(Clone, Copy)]
 pub struct Entry<'a> {
     pub name: &'a str,
     pub data: &'a [u8],

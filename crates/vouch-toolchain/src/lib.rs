@@ -87,6 +87,15 @@ pub enum ToolchainError {
     Empty,
 }
 
+/// `tree/<root>`, or `tree` itself when the toolkit is the whole tree.
+fn cuda_path_in(tree: &Path, root: &str) -> PathBuf {
+    if root.is_empty() {
+        tree.to_owned()
+    } else {
+        tree.join(root)
+    }
+}
+
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> ToolchainError + '_ {
     move |source| ToolchainError::Io {
         path: path.to_owned(),
@@ -246,7 +255,7 @@ pub fn install(req: &Request<'_>) -> Result<Installed, ToolchainError> {
 
     if let Some(manifest) = reusable(&dir, &key)? {
         tracing::info!(dir = %dir.display(), "reusing the installed toolchain");
-        let cuda_path = dir.join("tree").join(&cuda_rel);
+        let cuda_path = cuda_path_in(&dir.join("tree"), &cuda_rel);
         return Ok(Installed {
             nvcc: nvcc_version(&cuda_path),
             cuda_path,
@@ -270,7 +279,7 @@ pub fn install(req: &Request<'_>) -> Result<Installed, ToolchainError> {
     } else {
         install_archives(req, staging.path(), &tree)?
     };
-    let cuda_path = tree.join(&cuda_rel);
+    let cuda_path = cuda_path_in(&tree, &cuda_rel);
     fixup::fix_tree(&cuda_path)?;
 
     let mut files = Vec::new();
@@ -304,7 +313,7 @@ pub fn install(req: &Request<'_>) -> Result<Installed, ToolchainError> {
     }
     let staged = staging.keep();
     std::fs::rename(&staged, &dir).map_err(io(&dir))?;
-    let cuda_path = dir.join("tree").join(&cuda_rel);
+    let cuda_path = cuda_path_in(&dir.join("tree"), &cuda_rel);
     Ok(Installed {
         nvcc: nvcc_version(&cuda_path),
         cuda_path,

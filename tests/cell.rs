@@ -1,0 +1,323 @@
+//! `vouch build --cell` and `vouch toolchain install` on the CUDA-free, CuPy-shaped fixture
+//! (`tests/fixtures/minicupy`): the same code path as the real CuPy profile, in seconds.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::*;
+
+fn fixture() -> PathBuf {
+    repo_root().join("tests/fixtures/minicupy")
+}
+
+fn python_minor() -> String {
+    let out = std::process::Command::new("python3")
+        .args(["-c", "import sys; print(f'{sys.version_info[0]}.{sys.version_info[1]}')"])
+        .output()
+        .expect("python3");
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
+fn cell() -> String {
+    format!("cuda13x-py{}-linux-64", python_minor())
+}
+
+const SHA: &str = "1111111111111111111111111111111111111111";
+
+/// `vouch build --cell` of `source` into `out`, with ccache through a directory store.
+fn build_cell(profile: &Path, source: &Path, out: &Path, store: &Path, extra: &[&str]) -> Run {
+    run(vouch()
+        .args(["build", "--json", "--cell", &cell(), "--profile"])
+        .arg(profile)
+        .arg("--source")
+        .arg(source)
+        .arg("--out")
+        .arg(out)
+        .args(["--cache", "ccache", "--cache-store"])
+        .arg(store)
+        .args(["--event", "push", "--ref", "refs/heads/main", "--sha", SHA])
+        .args(extra))
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    for e in walkdir::WalkDir::new(from) {
+        let e = e.unwrap();
+        let dest = to.join(e.path().strip_prefix(from).unwrap());
+        if e.file_type().is_dir() {
+            std::fs::create_dir_all(&dest).unwrap();
+        } else {
+            std::fs::copy(e.path(), &dest).unwrap();
+        }
+    }
+}
+
+#[test]
+fn cupy_shaped_cell_builds_reproducibly_with_cache_template_and_record() {
+    let dir = tempdir();
+    let store = dir.path().join("store");
+    let profile = fixture().join("vouch.toml");
+
+    let cold = build_cell(
+        &profile,
+        &fixture().join("source"),
+        &dir.path().join("cold"),
+        &store,
+        &[],
+    );
+    assert_eq!(cold.code, 0, "{}", cold.stderr);
+    let cold = cold.json();
+    let wheel = cold["wheel"].as_str().unwrap();
+    // The template renamed the distribution, as CuPy's release tooling does.
+    assert!(
+        wheel.starts_with("minicupy_cuda13x-0.3.0-cp"),
+        "{wheel}"
+    );
+    assert_eq!(
+        cold["artifact"],
+        format!("minicupy-cuda13x-py{}-linux-64-{SHA}", python_minor())
+    );
+    assert_eq!(cold["toolchain"]["nvcc"], "minicuda compilation tools, release 13.0, V13.0.0");
+    assert_eq!(cold["cache"]["compiler_cache"]["hits"], 0);
+    assert!(cold["cache"]["compiler_cache"]["misses"].as_u64().unwrap() >= 2, "{cold}");
+    assert!(cold["env"]["NVCC"].as_str().unwrap().contains("bin/nvcc -objtemp"));
+    let record: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(dir.path().join("cold").join(format!("{wheel}.build.json"))).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(record["inputs_digest"], cold["inputs_digest"]);
+
+    // The long description from the template file is the wheel's METADATA body.
+    let file = std::fs::File::open(dir.path().join("cold").join(wheel)).unwrap();
+    let mut zip = zip::ZipArchive::new(file).unwrap();
+    let mut metadata = String::new();
+    std::io::Read::read_to_string(
+        &mut zip
+            .by_name("minicupy_cuda13x-0.3.0.dist-info/METADATA")
+            .unwrap(),
+        &mut metadata,
+    )
+    .unwrap();
+    assert!(metadata.contains("Name: minicupy-cuda13x"), "{metadata}");
+    assert!(metadata.contains("made by vouch's template"), "{metadata}");
+
+    // Warm: the same source from another directory, a new output directory: every compilation
+    // hits and the wheel is byte-identical.
+    let elsewhere = dir.path().join("another/checkout");
+    copy_dir(&fixture().join("source"), &elsewhere);
+    let warm = build_cell(&profile, &elsewhere, &dir.path().join("warm"), &store, &[]);
+    assert_eq!(warm.code, 0, "{}", warm.stderr);
+    let warm = warm.json();
+    assert_eq!(warm["sha256"], cold["sha256"]);
+    assert_eq!(warm["inputs_digest"], cold["inputs_digest"]);
+    assert_eq!(warm["toolchain"]["reused"], true);
+    assert_eq!(warm["cache"]["compiler_cache"]["misses"], 0, "{warm}");
+    assert_eq!(warm["cache"]["hit_rate"], 1.0);
+
+    // The wheel works: install it and call into the nvcc-built object.
+    let venv = dir.path().join("venv");
+    assert!(
+        std::process::Command::new("python3")
+            .args(["-m", "venv"])
+            .arg(&venv)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let pip = run(std::process::Command::new(venv.join("bin/pip"))
+        .args(["install", "-q", "--no-index", "--no-deps"])
+        .arg(dir.path().join("warm").join(wheel)));
+    assert_eq!(pip.code, 0, "{}", pip.stderr);
+    let py = run(std::process::Command::new(venv.join("bin/python")).args([
+        "-c",
+        "import minicupy; print(minicupy.toolkit(), minicupy.saxpy_checksum(1000))",
+    ]));
+    assert_eq!(py.stdout.trim(), "13.0 729977", "{}", py.stderr);
+
+    // --reuse-from: same inputs digest, so no build; the wheel is copied with a record.
+    let reused = build_cell(
+        &profile,
+        &fixture().join("source"),
+        &dir.path().join("reused"),
+        &store,
+        &["--reuse-from", dir.path().join("cold").to_str().unwrap()],
+    );
+    assert_eq!(reused.code, 0, "{}", reused.stderr);
+    assert!(reused.stderr.contains("reused"), "{}", reused.stderr);
+    let reused = reused.json();
+    assert_eq!(reused["sha256"], cold["sha256"]);
+    assert!(reused["reused_from"].as_str().is_some());
+    assert!(reused["cache"].is_object(), "the original record is kept");
+
+    // Another CUPY_NVCC_GENERATE_CODE is another input: no reuse, a real build.
+    let other = build_cell(
+        &profile,
+        &fixture().join("source"),
+        &dir.path().join("other-arch"),
+        &store,
+        &[
+            "--reuse-from",
+            dir.path().join("cold").to_str().unwrap(),
+            "--set",
+            "CUPY_NVCC_GENERATE_CODE=arch=compute_90,code=sm_90",
+        ],
+    );
+    assert_eq!(other.code, 0, "{}", other.stderr);
+    let other = other.json();
+    assert_ne!(other["inputs_digest"], cold["inputs_digest"]);
+    assert!(other.get("reused_from").is_none(), "{other}");
+}
+
+#[test]
+fn toolchain_archive_with_wrong_sha256_is_refused_and_nothing_is_installed() {
+    let dir = tempdir();
+    copy_dir(&fixture(), dir.path());
+    let profile = dir.path().join("vouch.toml");
+    let text = std::fs::read_to_string(&profile).unwrap();
+    std::fs::write(
+        &profile,
+        text.replace(
+            "b5895f63303dcd4a5ab7933e7602ba81df4118abef8c029ca546984616e8972a",
+            "0000000000000000000000000000000000000000000000000000000000000000",
+        ),
+    )
+    .unwrap();
+    let cache = dir.path().join("cache");
+    let r = run(vouch()
+        .args(["toolchain", "install", "--cell", &cell(), "--profile"])
+        .arg(&profile)
+        .arg("--cache-dir")
+        .arg(&cache));
+    assert_eq!(r.code, 15, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("minicuda-13.0-linux-x86_64-archive.tar.xz: sha256 is b5895f63"),
+        "{}",
+        r.stderr
+    );
+    assert!(r.stderr.contains("expected 0000000000"), "{}", r.stderr);
+    let left: Vec<_> = std::fs::read_dir(cache.join("toolchains"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert!(left.is_empty(), "nothing installed: {left:?}");
+}
+
+/// A wheel laid out like NVIDIA's CUDA 13 wheels (`nvidia/cu13/...`), without execute bits.
+fn toolkit_wheel(dir: &Path) -> PathBuf {
+    let path = dir.join("nvidia_fake_nvcc-13.0.0-py3-none-any.whl");
+    let nvcc = b"#!/bin/sh\necho 'fake nvcc, release 13.0, V13.0.0'\n";
+    let entries = [
+        entry("nvidia/cu13/bin/nvcc", nvcc),
+        entry("nvidia/cu13/include/cuda_fake.h", b"#define FAKE 1\n"),
+        entry("nvidia/cu13/lib/libcudart.so.13", b"not really a library"),
+    ];
+    let record = record_for(&entries, "nvidia_fake_nvcc-13.0.0.dist-info/RECORD");
+    let mut all = entries.to_vec();
+    all.push(entry(
+        "nvidia_fake_nvcc-13.0.0.dist-info/METADATA",
+        b"Metadata-Version: 2.1\nName: nvidia-fake-nvcc\nVersion: 13.0.0\n",
+    ));
+    all.push(entry(
+        "nvidia_fake_nvcc-13.0.0.dist-info/WHEEL",
+        b"Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+    ));
+    all.push(entry("nvidia_fake_nvcc-13.0.0.dist-info/RECORD", &record));
+    write_zip(&path, &all);
+    path
+}
+
+#[test]
+fn toolchain_from_pinned_wheels_is_laid_out_fixed_up_and_reused() {
+    let dir = tempdir();
+    let links = dir.path().join("links");
+    std::fs::create_dir_all(&links).unwrap();
+    let wheel = toolkit_wheel(&links);
+    let digest = sha256_file(&wheel);
+    let profile_dir = dir.path().join("profile");
+    std::fs::create_dir_all(&profile_dir).unwrap();
+    std::fs::write(
+        profile_dir.join("cuda.txt"),
+        format!("nvidia-fake-nvcc==13.0.0 \\\n    --hash=sha256:{digest}\n"),
+    )
+    .unwrap();
+    let text = std::fs::read_to_string(fixture().join("vouch.toml"))
+        .unwrap()
+        .replace(
+            "archives = [\n  { url = \"minicuda-13.0-linux-x86_64-archive.tar.xz\", sha256 = \"b5895f63303dcd4a5ab7933e7602ba81df4118abef8c029ca546984616e8972a\" },\n]",
+            "wheels = \"cuda.txt\"\nroot = \"nvidia/cu13\"",
+        );
+    assert!(text.contains("wheels = \"cuda.txt\""));
+    std::fs::write(profile_dir.join("vouch.toml"), &text).unwrap();
+    let cache = dir.path().join("cache");
+    let install = || {
+        run(vouch()
+            .args(["toolchain", "install", "--json", "--cell", &cell(), "--profile"])
+            .arg(profile_dir.join("vouch.toml"))
+            .arg("--cache-dir")
+            .arg(&cache)
+            // pip finds the wheel only here: no index.
+            .env("PIP_NO_INDEX", "1")
+            .env("PIP_FIND_LINKS", &links))
+    };
+    let first = install();
+    assert_eq!(first.code, 0, "{}", first.stderr);
+    let first = first.json();
+    assert_eq!(first["reused"], false);
+    assert_eq!(first["nvcc"], "fake nvcc, release 13.0, V13.0.0");
+    assert_eq!(first["components"][0]["sha256"], digest);
+    let cuda = PathBuf::from(first["cuda_path"].as_str().unwrap());
+    assert!(cuda.ends_with("tree/nvidia/cu13"), "{}", cuda.display());
+    use std::os::unix::fs::PermissionsExt as _;
+    let mode = std::fs::metadata(cuda.join("bin/nvcc")).unwrap().permissions().mode();
+    assert_eq!(mode & 0o111, 0o111, "tools made executable");
+    assert_eq!(
+        std::fs::read_link(cuda.join("lib/libcudart.so")).unwrap(),
+        PathBuf::from("libcudart.so.13"),
+        "unversioned link for the linker"
+    );
+    let readelf = run(std::process::Command::new("readelf")
+        .arg("-d")
+        .arg(cuda.join("lib/stubs/libcuda.so")));
+    assert!(readelf.stdout.contains("[libcuda.so.1]"), "stub soname: {}", readelf.stdout);
+
+    let second = install();
+    assert_eq!(second.code, 0, "{}", second.stderr);
+    assert_eq!(second.json()["reused"], true);
+    assert_eq!(second.json()["key"], first["key"]);
+
+    // A requirements line without a hash is refused, naming the file and line.
+    std::fs::write(profile_dir.join("cuda.txt"), "nvidia-fake-nvcc==13.0.0\n").unwrap();
+    let r = install();
+    assert_eq!(r.code, 3, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("cuda.txt\" line 1: \"nvidia-fake-nvcc==13.0.0\" has no --hash=sha256:"),
+        "{}",
+        r.stderr
+    );
+    // A pin that does not match what the index serves: pip refuses it, nothing new installed.
+    std::fs::write(
+        profile_dir.join("cuda.txt"),
+        format!("nvidia-fake-nvcc==13.0.0 --hash=sha256:{}\n", "ab".repeat(32)),
+    )
+    .unwrap();
+    let r = install();
+    assert_eq!(r.code, 31, "{}", r.stderr);
+    assert!(r.stderr.contains("THESE PACKAGES DO NOT MATCH THE HASHES"), "{}", r.stderr);
+    let entries = std::fs::read_dir(cache.join("toolchains")).unwrap().count();
+    assert_eq!(entries, 1, "only the first, complete toolchain");
+}
+
+#[test]
+fn a_cell_for_another_python_is_refused() {
+    let dir = tempdir();
+    let other = if python_minor() == "3.10" { "3.12" } else { "3.10" };
+    let r = run(vouch()
+        .args(["build", "--cell", &format!("cuda13x-py{other}-linux-64"), "--profile"])
+        .arg(fixture().join("vouch.toml"))
+        .arg("--source")
+        .arg(fixture().join("source"))
+        .arg("--out")
+        .arg(dir.path().join("out")));
+    assert_eq!(r.code, 5, "{}", r.stderr);
+    assert!(r.stderr.contains(&format!("is for Python {other}")), "{}", r.stderr);
+}
