@@ -35,14 +35,19 @@ pub fn report_error(err: &anyhow::Error) {
 }
 
 pub fn json<T: Serialize>(value: &T) {
-    println!(
-        "{}",
-        serde_json::to_string_pretty(value).expect("our reports always serialize")
-    );
+    data(serde_json::to_string_pretty(value).expect("our reports always serialize"));
 }
 
+/// A line of data on stdout. When the reader has gone (`vouch plan | head`), exit quietly as
+/// Unix tools do instead of panicking.
 pub fn data(line: impl std::fmt::Display) {
-    println!("{line}");
+    use std::io::Write as _;
+    let mut out = std::io::stdout().lock();
+    if let Err(e) = writeln!(out, "{line}")
+        && e.kind() == std::io::ErrorKind::BrokenPipe
+    {
+        std::process::exit(0);
+    }
 }
 
 /// A line for people on stderr; silenced by `--quiet`.

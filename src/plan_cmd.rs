@@ -16,6 +16,10 @@ pub struct PlanArgs {
     /// github (`{"include": [...]}` for `strategy.matrix` via `fromJson`), json, or table.
     #[arg(long, default_value = "table")]
     pub format: String,
+    /// The triggering event (`push`, `pull_request`, ...): each entry then carries the cache
+    /// mode its job runs with (`trusted` writes the branch scope; `pr` writes only its PR's).
+    #[arg(long, value_name = "EVENT")]
+    pub event: Option<String>,
 }
 
 #[derive(Args, Debug)]
@@ -42,9 +46,16 @@ pub fn plan(args: PlanArgs) -> anyhow::Result<ExitCode> {
     let profile = Profile::load(&args.profile)?;
     let cells = profile.plan();
     match args.format.as_str() {
-        "github" => output::data(serde_json::to_string(&vouch_profile::github_matrix(
-            &cells,
-        ))?),
+        "github" => {
+            let mut matrix = vouch_profile::github_matrix(&cells);
+            if let Some(event) = &args.event {
+                let mode = cache_mode(event)?;
+                for entry in matrix["include"].as_array_mut().expect("include array") {
+                    entry["cache_mode"] = serde_json::Value::from(mode);
+                }
+            }
+            output::data(serde_json::to_string(&matrix)?)
+        }
         "json" => output::json(&cells),
         "table" => {
             output::data(format!(
@@ -93,5 +104,18 @@ pub fn parse_set(s: &str) -> Result<(String, String), String> {
             Ok((k.to_owned(), v.to_owned()))
         }
         _ => Err(format!("{s:?}: expected KEY=VALUE with KEY made of letters, digits and _")),
+    }
+}
+
+/// The cache mode a job triggered by `event` runs with; events vouch does not build for are
+/// refused rather than guessed.
+fn cache_mode(event: &str) -> anyhow::Result<&'static str> {
+    match event {
+        "push" | "workflow_dispatch" | "schedule" => Ok("trusted"),
+        "pull_request" => Ok("pr"),
+        other => anyhow::bail!(crate::verify_cmd::UsageError(format!(
+            "--event {other:?}: expected push, pull_request, workflow_dispatch or schedule \
+             (issue_comment and pull_request_target runs never build)"
+        ))),
     }
 }

@@ -182,3 +182,24 @@ fn build_inputs_digest() {
         da["digest"]
     );
 }
+
+#[test]
+fn plan_event_sets_each_cells_cache_mode_and_refuses_comment_events() {
+    for (event, mode) in [("pull_request", "pr"), ("push", "trusted")] {
+        let r = run(vouch()
+            .args(["plan", "--format", "github", "--event", event, "--profile"])
+            .arg(cupy_profile()));
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        let m = r.json();
+        let include = m["include"].as_array().unwrap();
+        assert_eq!(include.len(), 38);
+        assert!(include.iter().all(|e| e["cache_mode"] == mode), "{m}");
+    }
+    for event in ["issue_comment", "pull_request_target"] {
+        let r = run(vouch()
+            .args(["plan", "--format", "github", "--event", event, "--profile"])
+            .arg(cupy_profile()));
+        assert_eq!(r.code, 2, "{}", r.stderr);
+        assert!(r.stderr.contains("never build"), "{}", r.stderr);
+    }
+}
