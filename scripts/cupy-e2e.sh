@@ -66,7 +66,7 @@ for label, path in zip(("cold", "warm"), sys.argv[1:]):
     print(f"{label}: build {r['seconds']['build']:.1f} s (total {r['seconds']['total']:.1f} s), "
           f"compiler cache {c.get('hits')} hits / {c.get('misses')} misses"
           + (f" ({rate*100:.1f}% hits)" if rate is not None else "")
-          + f", {r['wheel']} sha256:{r['sha256']}")
+          + f", {r['wheel']} {r['sha256']}")
     print(f"{label}: artifact {r['artifact']}; repair: {(r.get('repair') or {}).get('detail')}")
 cold, warm = (json.load(open(p)) for p in sys.argv[1:])
 print(f"warm/cold build time: {warm['seconds']['build']/cold['seconds']['build']:.3f} (target <= 0.1)")

@@ -321,3 +321,39 @@ fn a_cell_for_another_python_is_refused() {
     assert_eq!(r.code, 5, "{}", r.stderr);
     assert!(r.stderr.contains(&format!("is for Python {other}")), "{}", r.stderr);
 }
+
+#[test]
+fn the_sample_builds_as_a_cell_without_a_toolchain() {
+    let dir = tempdir();
+    let src = dir.path().join("sample");
+    copy_sample(&src);
+    let profile = repo_root().join("pyproject-templates/sample/vouch.toml");
+    let cell = format!("cpu-py{}-linux-64", python_minor());
+    let build = |out: &str| {
+        run(vouch()
+            .args(["build", "--json", "--cell", &cell, "--profile"])
+            .arg(&profile)
+            .arg("--source")
+            .arg(&src)
+            .arg("--out")
+            .arg(dir.path().join(out))
+            .args(["--cache", "ccache", "--cache-store"])
+            .arg(dir.path().join("store"))
+            .args(["--event", "pull_request", "--ref", "refs/pull/7/merge", "--pr", "7"])
+            .args(["--base-ref", "main", "--sha", SHA]))
+    };
+    let cold = build("cold");
+    assert_eq!(cold.code, 0, "{}", cold.stderr);
+    let cold = cold.json();
+    assert!(cold["toolchain"].is_null());
+    assert_eq!(
+        cold["artifact"],
+        format!("vouch-sample-py{}-linux-64-pr7-{SHA}", python_minor())
+    );
+    assert_eq!(cold["cache"]["gateway"]["write_scope"], "pr/7");
+    let warm = build("warm");
+    assert_eq!(warm.code, 0, "{}", warm.stderr);
+    let warm = warm.json();
+    assert_eq!(warm["sha256"], cold["sha256"]);
+    assert_eq!(warm["cache"]["hit_rate"], 1.0, "{warm}");
+}
