@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# Builds the `vouch` binary as a Python wheel (PyPI name vouch-build, see pyproject.toml) with a
+# hash-pinned maturin, then proves it installs by hash: a fresh venv, `pip install
+# --require-hashes --no-deps --no-index` of exactly that file, `vouch --version`.
+#
+# Usage: scripts/build-wheel.sh [OUT_DIR]      (default: target/wheels)
+# Env:   CARGO_TARGET_DIR  (default: target/wheel, apart from the everyday target/ builds)
+#        MATURIN_ARGS      extra `maturin build` flags, e.g. "--compatibility linux"
+#        SOURCE_DATE_EPOCH (default: the last commit's time) for the wheel's timestamps
+#
+# Prints the wheel, its size and `sha256:<hex>`, and the requirement line the generated
+# workflows need (`vouch workflows generate` takes the hash).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+out=$(realpath -m "${1:-target/wheels}")
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$root/target/wheel}
+if [ -z "${SOURCE_DATE_EPOCH:-}" ]; then
+  SOURCE_DATE_EPOCH=$(git log -1 --format=%ct 2>/dev/null || echo 315532800)
+fi
+export SOURCE_DATE_EPOCH
+# No build path in the binary (panic locations, debug info).
+export RUSTFLAGS=${RUSTFLAGS:---remap-path-prefix=$root=/vouch --remap-path-prefix=${CARGO_HOME:-$HOME/.cargo}=/cargo}
+
+# maturin from PyPI, pinned by hash (the Linux x86_64 and aarch64 wheels of this version).
+MATURIN_VERSION=1.16.0
+MATURIN_SHA256=(
+  837db2f4d93d4899c3ac393fb3cc9eebf35b6002336e5d574f4a4fb6c49fe283 # manylinux_2_12_x86_64.musllinux_1_1_x86_64
+  e285ec9eb10243d45d10417178cb2eb76e0cbb184d0aa4378b503489fa12ee78 # manylinux_2_17_aarch64.musllinux_1_1_aarch64
+)
+tools=$root/target/wheel-tools
+if [ "$("$tools/bin/maturin" --version 2>/dev/null)" != "maturin $MATURIN_VERSION" ]; then
+  rm -rf "$tools"
+  python3 -m venv "$tools"
+  {
+    printf 'maturin==%s' "$MATURIN_VERSION"
+    printf ' --hash=sha256:%s' "${MATURIN_SHA256[@]}"
+    echo
+  } > "$tools/requirements.txt"
+  "$tools/bin/python" -m pip install -q --disable-pip-version-check --no-deps \
+    --only-binary :all: --require-hashes -r "$tools/requirements.txt"
+fi
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+start=$(date +%s)
+# shellcheck disable=SC2086 # MATURIN_ARGS is a list of flags
+"$tools/bin/maturin" build --release --locked --out "$work/dist" ${MATURIN_ARGS:-}
+shopt -s nullglob
+wheels=("$work"/dist/*.whl)
+if [ ${#wheels[@]} -ne 1 ]; then
+  echo "build-wheel: expected one wheel, got ${#wheels[@]}" >&2
+  exit 1
+fi
+name=$(basename "${wheels[0]}")
+mkdir -p "$out"
+cp "${wheels[0]}" "$out/$name"
+wheel=$out/$name
+sha=$(sha256sum "$wheel" | cut -d' ' -f1)
+size=$(stat -c %s "$wheel")
+
+# Install exactly this file, by hash, into a fresh venv, and run it.
+python3 -m venv "$work/venv"
+printf '%s --hash=sha256:%s\n' "$wheel" "$sha" > "$work/requirements.txt"
+"$work/venv/bin/python" -m pip install -q --disable-pip-version-check --require-hashes \
+  --no-deps --no-index -r "$work/requirements.txt"
+version=$("$work/venv/bin/vouch" --version)
+wheel_version=$(echo "$name" | cut -d- -f2)
+if [ "$version" != "vouch $wheel_version" ]; then
+  echo "build-wheel: \`vouch --version\` says \"$version\", the wheel is $wheel_version" >&2
+  exit 1
+fi
+
+echo "wheel: $wheel"
+echo "size: $size bytes"
+echo "sha256:$sha  $name"
+echo "installed by hash into a fresh venv: $version"
+echo "requirement: vouch-build==$wheel_version --hash=sha256:$sha"
+echo "build-wheel: $(($(date +%s) - start)) s"
