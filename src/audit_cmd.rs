@@ -79,6 +79,11 @@ pub fn audit(args: AuditArgs) -> anyhow::Result<ExitCode> {
         .filter(|r| r.verdict == Verdict::Verified)
         .count();
     output::note(format!("{verified} of {} files verified", rows.len()));
+    output::step_summary(&format!(
+        "### vouch audit: {verified} of {} files verified\n\n{}\n",
+        rows.len(),
+        vouch_audit::markdown(&rows)
+    ));
     Ok(if passed {
         ExitCode::SUCCESS
     } else {

@@ -105,7 +105,11 @@ pub fn toolchain(cmd: ToolchainCommand) -> anyhow::Result<ExitCode> {
             "toolchain {} ({} files, {}, {:.1} s)",
             installed.key,
             installed.files,
-            if installed.reused { "reused" } else { "installed" },
+            if installed.reused {
+                "reused"
+            } else {
+                "installed"
+            },
             installed.seconds
         ));
         if let Some(nvcc) = &installed.nvcc {
@@ -128,6 +132,7 @@ fn install_toolchain(
     let python = vouch_build::Python::find(env.python.as_deref())?;
     let name = format!("cuda-{}-{}", cell.cuda, cell.platform);
     output::note(format!("toolchain: {name}"));
+    let _spinner = output::spinner(format!("installing the {name} toolchain"));
     let installed = vouch_toolchain::install(&vouch_toolchain::Request {
         spec,
         profile_dir: &profile.dir,
@@ -151,8 +156,10 @@ pub fn build(args: BuildArgs) -> anyhow::Result<ExitCode> {
     );
     output::note(format!("building {}", args.source.display()));
     let cache = start_cache(&args, &mut options)?;
+    let spinner = output::spinner(format!("building {}", args.source.display()));
     let built = vouch_build::build_wheel(&options)
         .with_context(|| format!("building a wheel from {:?}", args.source))?;
+    drop(spinner);
     let cache = finish_cache(cache)?;
     if args.common.json {
         output::json(&BuildRecord {
@@ -222,10 +229,12 @@ fn finish_cache(cache: Option<RunningCache>) -> anyhow::Result<Option<CacheRecor
         gateway.write_scope.as_deref().unwrap_or("-"),
         gateway.refused_writes
     ));
-    let hit_rate = compiler_cache.as_ref().and_then(|s| match (s.hits, s.misses) {
-        (Some(h), Some(m)) if h + m > 0 => Some(h as f64 / (h + m) as f64),
-        _ => None,
-    });
+    let hit_rate = compiler_cache
+        .as_ref()
+        .and_then(|s| match (s.hits, s.misses) {
+            (Some(h), Some(m)) if h + m > 0 => Some(h as f64 / (h + m) as f64),
+            _ => None,
+        });
     if let (Some(rate), Some(s)) = (hit_rate, &compiler_cache) {
         output::note(format!(
             "compiler cache: {} hits, {} misses ({:.1}% hits)",
@@ -245,8 +254,12 @@ fn finish_cache(cache: Option<RunningCache>) -> anyhow::Result<Option<CacheRecor
 
 /// `${CUDA_PATH}` and `${COMPILER_LAUNCHER}` in a profile value.
 fn expand(value: &str, cuda_path: Option<&Path>, launcher: Option<&Path>) -> String {
-    let cuda = cuda_path.map(|p| p.display().to_string()).unwrap_or_default();
-    let launcher = launcher.map(|p| p.display().to_string()).unwrap_or_default();
+    let cuda = cuda_path
+        .map(|p| p.display().to_string())
+        .unwrap_or_default();
+    let launcher = launcher
+        .map(|p| p.display().to_string())
+        .unwrap_or_default();
     value
         .replace("${CUDA_PATH}", &cuda)
         .replace("${COMPILER_LAUNCHER}", &launcher)
@@ -272,8 +285,13 @@ fn commit_sha(args: &BuildArgs, source: &Path) -> Option<String> {
         .then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned())
 }
 
-fn find_reusable(dir: &Path, cell: &str, digest: &str) -> anyhow::Result<Option<(PathBuf, CellRecord)>> {
-    let entries = std::fs::read_dir(dir).with_context(|| format!("reading --reuse-from {dir:?}"))?;
+fn find_reusable(
+    dir: &Path,
+    cell: &str,
+    digest: &str,
+) -> anyhow::Result<Option<(PathBuf, CellRecord)>> {
+    let entries =
+        std::fs::read_dir(dir).with_context(|| format!("reading --reuse-from {dir:?}"))?;
     for e in entries.flatten() {
         let path = e.path();
         if !path.to_string_lossy().ends_with(".build.json") {
@@ -290,7 +308,9 @@ fn find_reusable(dir: &Path, cell: &str, digest: &str) -> anyhow::Result<Option<
             continue;
         }
         let wheel = dir.join(&record.wheel);
-        let actual = std::fs::read(&wheel).ok().map(|b| vouch_core::Sha256Digest::of(&b));
+        let actual = std::fs::read(&wheel)
+            .ok()
+            .map(|b| vouch_core::Sha256Digest::of(&b));
         if actual.map(|d| d.to_string()) != Some(record.sha256.clone()) {
             tracing::warn!(wheel = %wheel.display(), "recorded wheel missing or changed; not reused");
             continue;
@@ -345,6 +365,12 @@ fn build_cell(args: BuildArgs) -> anyhow::Result<ExitCode> {
     let sha = commit_sha(&args, &source);
     let pr = args.cache.scope.trigger().ok().and_then(|t| t.pr);
     let artifact = match &sha {
+        // A source-routed cell shares its dist/python/platform with a wheel cell: its artifact
+        // is named by the cell id, as the generated workflows name it.
+        Some(sha) if cell.route == "source" => Some(match pr {
+            Some(n) => format!("{}-pr{n}-{sha}", cell.id),
+            None => format!("{}-{sha}", cell.id),
+        }),
         Some(sha) => Some(
             ArtifactName::new(
                 cell.package.clone(),
@@ -390,7 +416,12 @@ fn build_cell(args: BuildArgs) -> anyhow::Result<ExitCode> {
     let installed = install_toolchain(&profile, &cell, &cache_dir, &args.env)?;
     let toolchain_seconds = toolchain_started.elapsed().as_secs_f64();
 
-    let mut options = build_options(&source, &args.out, args.epoch.source_date_epoch.or(sdist_epoch), &args.env);
+    let mut options = build_options(
+        &source,
+        &args.out,
+        args.epoch.source_date_epoch.or(sdist_epoch),
+        &args.env,
+    );
     let cache = start_cache(&args, &mut options)?;
     let cuda_path = installed.as_ref().map(|i| i.cuda_path.clone());
     let mut cell_env = std::collections::BTreeMap::new();
@@ -401,12 +432,19 @@ fn build_cell(args: BuildArgs) -> anyhow::Result<ExitCode> {
     if let Some(i) = &installed {
         cell_env.insert("CUDA_PATH".to_owned(), i.cuda_path.display().to_string());
         let lib = std::env::join_paths(i.library_path())?;
-        cell_env.insert("LIBRARY_PATH".to_owned(), lib.to_string_lossy().into_owned());
+        cell_env.insert(
+            "LIBRARY_PATH".to_owned(),
+            lib.to_string_lossy().into_owned(),
+        );
         options.path_prepend = i.bin_dirs();
         // The toolkit's location is the builder's business, not the wheel's.
-        options.prefix_maps.push((i.dir.clone(), "/opt/vouch-toolchain".to_owned()));
+        options
+            .prefix_maps
+            .push((i.dir.clone(), "/opt/vouch-toolchain".to_owned()));
     }
-    options.env.extend(cell_env.iter().map(|(k, v)| (k.clone(), v.clone())));
+    options
+        .env
+        .extend(cell_env.iter().map(|(k, v)| (k.clone(), v.clone())));
     if let Some(t) = profile.template(&cell) {
         options.patch = Some(vouch_build::SourcePatch {
             project: t.project.clone(),
@@ -423,14 +461,24 @@ fn build_cell(args: BuildArgs) -> anyhow::Result<ExitCode> {
             exclude: r.exclude.clone(),
         });
     }
-    output::note(format!("building {} for cell {}", source.display(), cell.id));
+    output::note(format!(
+        "building {} for cell {}",
+        source.display(),
+        cell.id
+    ));
     let build_started = Instant::now();
+    let spinner = output::spinner(format!("building {}", cell.id));
     let built = vouch_build::build_wheel(&options)
         .with_context(|| format!("building cell {} from {:?}", cell.id, args.source))?;
+    drop(spinner);
     let build_seconds = build_started.elapsed().as_secs_f64();
     let cache = finish_cache(cache)?;
     if let Some(r) = &built.repair {
-        output::note(format!("repair: {}", r.detail));
+        if r.ran {
+            output::note(format!("repair: {}", r.detail));
+        } else {
+            output::annotate_warning(&format!("{}: {}", cell.id, r.detail));
+        }
     }
 
     let wheel_name = built
@@ -450,7 +498,11 @@ fn build_cell(args: BuildArgs) -> anyhow::Result<ExitCode> {
         source_date_epoch: built.source_date_epoch,
         toolchain: installed.as_ref().map(serde_json::to_value).transpose()?,
         cache: cache.as_ref().map(serde_json::to_value).transpose()?,
-        repair: built.repair.as_ref().map(serde_json::to_value).transpose()?,
+        repair: built
+            .repair
+            .as_ref()
+            .map(serde_json::to_value)
+            .transpose()?,
         env: cell_env,
         build_tools: built.build_tools.clone(),
         seconds: Durations {
@@ -467,7 +519,31 @@ fn build_cell(args: BuildArgs) -> anyhow::Result<ExitCode> {
     emit(&args, &record, &built.wheel)
 }
 
+/// One row per cell in `$GITHUB_STEP_SUMMARY`.
+fn summarize(record: &CellRecord) {
+    let hit_rate = record
+        .cache
+        .as_ref()
+        .and_then(|c| c.get("hit_rate"))
+        .and_then(serde_json::Value::as_f64)
+        .map_or("-".to_owned(), |r| format!("{:.1}%", r * 100.0));
+    output::step_summary(&format!(
+        "| cell | wheel | sha256 | inputs | cache hits | build |\n|---|---|---|---|---|---|\n\
+         | `{}` | `{}` | `{}` | `{}` | {} | {} |\n\n",
+        record.cell,
+        record.wheel,
+        record.sha256,
+        record.inputs_digest,
+        hit_rate,
+        match &record.reused_from {
+            Some(from) => format!("reused from `{from}`"),
+            None => format!("{:.0} s", record.seconds.build),
+        }
+    ));
+}
+
 fn emit(args: &BuildArgs, record: &CellRecord, wheel: &Path) -> anyhow::Result<ExitCode> {
+    summarize(record);
     if args.common.json {
         output::json(record);
     } else {

@@ -36,6 +36,9 @@ pub enum Command {
     Demo(DemoArgs),
     /// Build one wheel of a PEP 517 project reproducibly, then normalize it.
     Build(BuildArgs),
+    /// Generate or check the GitHub Actions workflows for a profile's matrix.
+    #[command(subcommand)]
+    Workflows(crate::workflows_cmd::WorkflowsCommand),
     /// Lay out a cell's CUDA toolkit in the cache directory (also done by `build --cell`).
     #[command(subcommand)]
     Toolchain(crate::build_cmd::ToolchainCommand),
@@ -227,6 +230,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Demo(args) => demo::run(args),
         Command::Build(args) => crate::build_cmd::build(args),
         Command::Toolchain(cmd) => crate::build_cmd::toolchain(cmd),
+        Command::Workflows(cmd) => crate::workflows_cmd::run(cmd),
         Command::Normalize(args) => normalize(args),
         Command::Diff(args) => diff(args),
         Command::Name(cmd) => name(cmd),

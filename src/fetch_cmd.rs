@@ -299,7 +299,10 @@ fn do_fetch(args: &FetchArgs, out: &Path) -> anyhow::Result<FetchReport> {
         "looking for {} from {} ({} of {})",
         exp.artifact_name, exp.workflow, exp.event, exp.repo
     ));
-    match rt.block_on(vouch_fetch::fetch(&source, &exp, &cfg, out)) {
+    let spinner = output::spinner("finding, downloading and verifying the artifact");
+    let fetched = rt.block_on(vouch_fetch::fetch(&source, &exp, &cfg, out));
+    drop(spinner);
+    match fetched {
         Ok(r) => Ok(r),
         Err(e) => {
             let code = failure_code(&e);
@@ -336,6 +339,18 @@ fn print_report(r: &FetchReport) {
         "verified artifact {} from run {} ({} API calls)",
         r.artifact_id, r.run_id, r.api_calls
     ));
+    let mut md = format!(
+        "### vouch fetch: artifact {} from run {} verified\n\n| wheel | sha256 |\n|---|---|\n",
+        r.artifact_id, r.run_id
+    );
+    for w in &r.wheels {
+        md.push_str(&format!(
+            "| `{}` | `{}` |\n",
+            w.path.file_name().unwrap_or_default().to_string_lossy(),
+            w.sha256
+        ));
+    }
+    output::step_summary(&md);
 }
 
 pub fn fetch(cmd: FetchCmd) -> anyhow::Result<ExitCode> {

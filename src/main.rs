@@ -12,6 +12,7 @@ mod fetch_cmd;
 mod output;
 mod plan_cmd;
 mod verify_cmd;
+mod workflows_cmd;
 
 use std::process::ExitCode;
 

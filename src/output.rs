@@ -26,11 +26,64 @@ pub fn init_tracing(verbose: u8, quiet: bool) {
         .init();
 }
 
-/// Prints the error and its whole cause chain.
+/// Prints the error and its whole cause chain; in GitHub Actions also as one `::error::`
+/// annotation, so the failure shows on the run's summary page.
 pub fn report_error(err: &anyhow::Error) {
     eprintln!("error: {err}");
     for cause in err.chain().skip(1) {
         eprintln!("  caused by: {cause}");
+    }
+    if in_actions() {
+        let chain: Vec<String> = err.chain().map(|c| c.to_string()).collect();
+        eprintln!(
+            "::error title=vouch::{}",
+            escape_annotation(&chain.join(": "))
+        );
+    }
+}
+
+fn in_actions() -> bool {
+    std::env::var("GITHUB_ACTIONS").is_ok_and(|v| v == "true")
+}
+
+/// Workflow-command escaping (`%`, CR, LF), so a message cannot end the annotation early or
+/// smuggle in another workflow command.
+fn escape_annotation(s: &str) -> String {
+    s.replace('%', "%25")
+        .replace('\r', "%0D")
+        .replace('\n', "%0A")
+}
+
+/// An error line for people; in GitHub Actions an `::error::` annotation instead.
+pub fn annotate_error(message: &str) {
+    if in_actions() {
+        eprintln!("::error title=vouch::{}", escape_annotation(message));
+    } else {
+        eprintln!("error: {message}");
+    }
+}
+
+/// A warning line; in GitHub Actions a `::warning::` annotation.
+pub fn annotate_warning(message: &str) {
+    if in_actions() {
+        eprintln!("::warning title=vouch::{}", escape_annotation(message));
+    } else if !QUIET.load(Ordering::Relaxed) {
+        eprintln!("warning: {message}");
+    }
+}
+
+/// Appends Markdown to `$GITHUB_STEP_SUMMARY` when Actions provides one; a no-op elsewhere.
+pub fn step_summary(markdown: &str) {
+    let Some(path) = std::env::var_os("GITHUB_STEP_SUMMARY").filter(|p| !p.is_empty()) else {
+        return;
+    };
+    let written = std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(&path)
+        .and_then(|mut f| std::io::Write::write_all(&mut f, markdown.as_bytes()));
+    if let Err(e) = written {
+        tracing::warn!(error = %e, "cannot append to GITHUB_STEP_SUMMARY");
     }
 }
 
@@ -54,5 +107,31 @@ pub fn data(line: impl std::fmt::Display) {
 pub fn note(line: impl std::fmt::Display) {
     if !QUIET.load(Ordering::Relaxed) {
         eprintln!("{line}");
+    }
+}
+
+/// A spinner with elapsed time on stderr for a long step (a build, a toolkit download), drawn
+/// only when stderr is a terminal and not `--quiet`; cleared when dropped.
+pub struct Spinner(Option<indicatif::ProgressBar>);
+
+pub fn spinner(message: impl Into<String>) -> Spinner {
+    use std::io::IsTerminal as _;
+    if QUIET.load(Ordering::Relaxed) || !std::io::stderr().is_terminal() {
+        return Spinner(None);
+    }
+    let bar = indicatif::ProgressBar::new_spinner();
+    if let Ok(style) = indicatif::ProgressStyle::with_template("{spinner} {msg} [{elapsed}]") {
+        bar.set_style(style);
+    }
+    bar.set_message(message.into());
+    bar.enable_steady_tick(std::time::Duration::from_millis(120));
+    Spinner(Some(bar))
+}
+
+impl Drop for Spinner {
+    fn drop(&mut self) {
+        if let Some(bar) = self.0.take() {
+            bar.finish_and_clear();
+        }
     }
 }

@@ -100,10 +100,14 @@ pub fn inputs(args: InputsArgs) -> anyhow::Result<ExitCode> {
 /// `KEY=VALUE` for `--set`.
 pub fn parse_set(s: &str) -> Result<(String, String), String> {
     match s.split_once('=') {
-        Some((k, v)) if !k.is_empty() && k.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') => {
+        Some((k, v))
+            if !k.is_empty() && k.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') =>
+        {
             Ok((k.to_owned(), v.to_owned()))
         }
-        _ => Err(format!("{s:?}: expected KEY=VALUE with KEY made of letters, digits and _")),
+        _ => Err(format!(
+            "{s:?}: expected KEY=VALUE with KEY made of letters, digits and _"
+        )),
     }
 }
 

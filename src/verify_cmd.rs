@@ -227,6 +227,15 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
     })();
     match result {
         Ok(all) => {
+            let shown = args
+                .file
+                .as_ref()
+                .map_or_else(|| digest.to_string(), |f| f.display().to_string());
+            output::step_summary(&format!(
+                "| vouch verify | `{}` | verified ({} evidence) |\n",
+                shown,
+                all.len()
+            ));
             if args.common.json {
                 output::json(&serde_json::json!({ "verified": true, "results": all }));
             } else {
@@ -241,6 +250,12 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Err(e) => {
+            output::step_summary(&format!(
+                "| vouch verify | `{}` | **FAILED** ({}): {} |\n",
+                evidence_path.display(),
+                e.kind.as_str(),
+                e.message.replace('|', "\\|")
+            ));
             if args.common.json {
                 output::json(&Failure {
                     verified: false,

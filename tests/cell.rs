@@ -13,7 +13,10 @@ fn fixture() -> PathBuf {
 
 fn python_minor() -> String {
     let out = std::process::Command::new("python3")
-        .args(["-c", "import sys; print(f'{sys.version_info[0]}.{sys.version_info[1]}')"])
+        .args([
+            "-c",
+            "import sys; print(f'{sys.version_info[0]}.{sys.version_info[1]}')",
+        ])
         .output()
         .expect("python3");
     String::from_utf8_lossy(&out.stdout).trim().to_owned()
@@ -69,18 +72,26 @@ fn cupy_shaped_cell_builds_reproducibly_with_cache_template_and_record() {
     let cold = cold.json();
     let wheel = cold["wheel"].as_str().unwrap();
     // The template renamed the distribution, as CuPy's release tooling does.
-    assert!(
-        wheel.starts_with("minicupy_cuda13x-0.3.0-cp"),
-        "{wheel}"
-    );
+    assert!(wheel.starts_with("minicupy_cuda13x-0.3.0-cp"), "{wheel}");
     assert_eq!(
         cold["artifact"],
         format!("minicupy-cuda13x-py{}-linux-64-{SHA}", python_minor())
     );
-    assert_eq!(cold["toolchain"]["nvcc"], "minicuda compilation tools, release 13.0, V13.0.0");
+    assert_eq!(
+        cold["toolchain"]["nvcc"],
+        "minicuda compilation tools, release 13.0, V13.0.0"
+    );
     assert_eq!(cold["cache"]["compiler_cache"]["hits"], 0);
-    assert!(cold["cache"]["compiler_cache"]["misses"].as_u64().unwrap() >= 2, "{cold}");
-    assert!(cold["env"]["NVCC"].as_str().unwrap().contains("bin/nvcc -objtemp"));
+    assert!(
+        cold["cache"]["compiler_cache"]["misses"].as_u64().unwrap() >= 2,
+        "{cold}"
+    );
+    assert!(
+        cold["env"]["NVCC"]
+            .as_str()
+            .unwrap()
+            .contains("bin/nvcc -objtemp")
+    );
     let record: serde_json::Value = serde_json::from_slice(
         &std::fs::read(dir.path().join("cold").join(format!("{wheel}.build.json"))).unwrap(),
     )
@@ -190,7 +201,8 @@ fn toolchain_archive_with_wrong_sha256_is_refused_and_nothing_is_installed() {
         .arg(&cache));
     assert_eq!(r.code, 15, "{}", r.stderr);
     assert!(
-        r.stderr.contains("minicuda-13.0-linux-x86_64-archive.tar.xz: sha256 is b5895f63"),
+        r.stderr
+            .contains("minicuda-13.0-linux-x86_64-archive.tar.xz: sha256 is b5895f63"),
         "{}",
         r.stderr
     );
@@ -251,7 +263,14 @@ fn toolchain_from_pinned_wheels_is_laid_out_fixed_up_and_reused() {
     let cache = dir.path().join("cache");
     let install = || {
         run(vouch()
-            .args(["toolchain", "install", "--json", "--cell", &cell(), "--profile"])
+            .args([
+                "toolchain",
+                "install",
+                "--json",
+                "--cell",
+                &cell(),
+                "--profile",
+            ])
             .arg(profile_dir.join("vouch.toml"))
             .arg("--cache-dir")
             .arg(&cache)
@@ -268,7 +287,10 @@ fn toolchain_from_pinned_wheels_is_laid_out_fixed_up_and_reused() {
     let cuda = PathBuf::from(first["cuda_path"].as_str().unwrap());
     assert!(cuda.ends_with("tree/nvidia/cu13"), "{}", cuda.display());
     use std::os::unix::fs::PermissionsExt as _;
-    let mode = std::fs::metadata(cuda.join("bin/nvcc")).unwrap().permissions().mode();
+    let mode = std::fs::metadata(cuda.join("bin/nvcc"))
+        .unwrap()
+        .permissions()
+        .mode();
     assert_eq!(mode & 0o111, 0o111, "tools made executable");
     assert_eq!(
         std::fs::read_link(cuda.join("lib/libcudart.so")).unwrap(),
@@ -278,7 +300,11 @@ fn toolchain_from_pinned_wheels_is_laid_out_fixed_up_and_reused() {
     let readelf = run(std::process::Command::new("readelf")
         .arg("-d")
         .arg(cuda.join("lib/stubs/libcuda.so")));
-    assert!(readelf.stdout.contains("[libcuda.so.1]"), "stub soname: {}", readelf.stdout);
+    assert!(
+        readelf.stdout.contains("[libcuda.so.1]"),
+        "stub soname: {}",
+        readelf.stdout
+    );
 
     let second = install();
     assert_eq!(second.code, 0, "{}", second.stderr);
@@ -290,19 +316,27 @@ fn toolchain_from_pinned_wheels_is_laid_out_fixed_up_and_reused() {
     let r = install();
     assert_eq!(r.code, 3, "{}", r.stderr);
     assert!(
-        r.stderr.contains("cuda.txt\" line 1: \"nvidia-fake-nvcc==13.0.0\" has no --hash=sha256:"),
+        r.stderr
+            .contains("cuda.txt\" line 1: \"nvidia-fake-nvcc==13.0.0\" has no --hash=sha256:"),
         "{}",
         r.stderr
     );
     // A pin that does not match what the index serves: pip refuses it, nothing new installed.
     std::fs::write(
         profile_dir.join("cuda.txt"),
-        format!("nvidia-fake-nvcc==13.0.0 --hash=sha256:{}\n", "ab".repeat(32)),
+        format!(
+            "nvidia-fake-nvcc==13.0.0 --hash=sha256:{}\n",
+            "ab".repeat(32)
+        ),
     )
     .unwrap();
     let r = install();
     assert_eq!(r.code, 31, "{}", r.stderr);
-    assert!(r.stderr.contains("THESE PACKAGES DO NOT MATCH THE HASHES"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("THESE PACKAGES DO NOT MATCH THE HASHES"),
+        "{}",
+        r.stderr
+    );
     let entries = std::fs::read_dir(cache.join("toolchains")).unwrap().count();
     assert_eq!(entries, 1, "only the first, complete toolchain");
 }
@@ -310,16 +344,29 @@ fn toolchain_from_pinned_wheels_is_laid_out_fixed_up_and_reused() {
 #[test]
 fn a_cell_for_another_python_is_refused() {
     let dir = tempdir();
-    let other = if python_minor() == "3.10" { "3.12" } else { "3.10" };
+    let other = if python_minor() == "3.10" {
+        "3.12"
+    } else {
+        "3.10"
+    };
     let r = run(vouch()
-        .args(["build", "--cell", &format!("cuda13x-py{other}-linux-64"), "--profile"])
+        .args([
+            "build",
+            "--cell",
+            &format!("cuda13x-py{other}-linux-64"),
+            "--profile",
+        ])
         .arg(fixture().join("vouch.toml"))
         .arg("--source")
         .arg(fixture().join("source"))
         .arg("--out")
         .arg(dir.path().join("out")));
     assert_eq!(r.code, 5, "{}", r.stderr);
-    assert!(r.stderr.contains(&format!("is for Python {other}")), "{}", r.stderr);
+    assert!(
+        r.stderr.contains(&format!("is for Python {other}")),
+        "{}",
+        r.stderr
+    );
 }
 
 #[test]
@@ -339,7 +386,14 @@ fn the_sample_builds_as_a_cell_without_a_toolchain() {
             .arg(dir.path().join(out))
             .args(["--cache", "ccache", "--cache-store"])
             .arg(dir.path().join("store"))
-            .args(["--event", "pull_request", "--ref", "refs/pull/7/merge", "--pr", "7"])
+            .args([
+                "--event",
+                "pull_request",
+                "--ref",
+                "refs/pull/7/merge",
+                "--pr",
+                "7",
+            ])
             .args(["--base-ref", "main", "--sha", SHA]))
     };
     let cold = build("cold");

@@ -141,7 +141,10 @@ fn build_inputs_digest() {
         let root = dir.path().join(name);
         for e in walkdir::WalkDir::new(cupy_profile().parent().unwrap()) {
             let e = e.unwrap();
-            let rel = e.path().strip_prefix(cupy_profile().parent().unwrap()).unwrap();
+            let rel = e
+                .path()
+                .strip_prefix(cupy_profile().parent().unwrap())
+                .unwrap();
             if e.file_type().is_dir() {
                 std::fs::create_dir_all(root.join(rel)).unwrap();
             } else {
@@ -153,14 +156,31 @@ fn build_inputs_digest() {
         p
     };
     let same = variant("same", &|t| t.to_owned());
-    assert_eq!(digest(&same, cell, &a)["digest"], da["digest"], "a copy of the profile");
-    let other_cuda = variant("cuda131", &|t| t.replace("cuda = \"13.0\"", "cuda = \"13.1\""));
+    assert_eq!(
+        digest(&same, cell, &a)["digest"],
+        da["digest"],
+        "a copy of the profile"
+    );
+    let other_cuda = variant("cuda131", &|t| {
+        t.replace("cuda = \"13.0\"", "cuda = \"13.1\"")
+    });
     assert_ne!(digest(&other_cuda, cell, &a)["digest"], da["digest"]);
     let other_pin = variant("pin", &|t| t.to_owned());
-    let pins = other_pin.parent().unwrap().join("toolchains/cuda-13.0-linux-64.txt");
+    let pins = other_pin
+        .parent()
+        .unwrap()
+        .join("toolchains/cuda-13.0-linux-64.txt");
     let text = std::fs::read_to_string(&pins).unwrap();
-    std::fs::write(&pins, text.replace("nvidia-cuda-nvcc==13.0.88", "nvidia-cuda-nvcc==13.0.48")).unwrap();
-    assert_ne!(digest(&other_pin, cell, &a)["digest"], da["digest"], "another nvcc pin");
+    std::fs::write(
+        &pins,
+        text.replace("nvidia-cuda-nvcc==13.0.88", "nvidia-cuda-nvcc==13.0.48"),
+    )
+    .unwrap();
+    assert_ne!(
+        digest(&other_pin, cell, &a)["digest"],
+        da["digest"],
+        "another nvcc pin"
+    );
     let other_arch = variant("arch", &|t| {
         t.replace(
             "env = { CUPY_NVCC_GENERATE_CODE = \"arch=compute_75,code=sm_75;",
@@ -170,7 +190,15 @@ fn build_inputs_digest() {
     assert_ne!(digest(&other_arch, cell, &a)["digest"], da["digest"]);
     // `--set` overrides a cell variable, and the digest follows.
     let r = run(vouch()
-        .args(["inputs", "--json", "--cell", cell, "--set", "CUPY_NVCC_GENERATE_CODE=arch=compute_75,code=sm_75", "--profile"])
+        .args([
+            "inputs",
+            "--json",
+            "--cell",
+            cell,
+            "--set",
+            "CUPY_NVCC_GENERATE_CODE=arch=compute_75,code=sm_75",
+            "--profile",
+        ])
         .arg(cupy_profile())
         .arg("--source")
         .arg(&a));
@@ -202,4 +230,121 @@ fn plan_event_sets_each_cells_cache_mode_and_refuses_comment_events() {
         assert_eq!(r.code, 2, "{}", r.stderr);
         assert!(r.stderr.contains("never build"), "{}", r.stderr);
     }
+}
+
+#[test]
+fn workflows_generate_then_check_catches_a_one_line_edit() {
+    let dir = tempdir();
+    let out = dir.path().join(".github/workflows");
+    // The profile path is what the workflows pass to vouch: relative to the repository root.
+    let profile = "pyproject-templates/cupy/vouch.toml";
+    let generate = run(vouch()
+        .current_dir(repo_root())
+        .args(["workflows", "generate", "--profile", profile])
+        .arg("--out")
+        .arg(&out));
+    assert_eq!(generate.code, 0, "{}", generate.stderr);
+    assert!(
+        generate.stderr.contains("secrets.VOUCH_APP_PRIVATE_KEY"),
+        "{}",
+        generate.stderr
+    );
+    let check = || {
+        run(vouch()
+            .current_dir(repo_root())
+            .args(["workflows", "check", "--profile", profile])
+            .arg("--out")
+            .arg(&out))
+    };
+    let fresh = check();
+    assert_eq!(fresh.code, 0, "{}{}", fresh.stdout, fresh.stderr);
+    assert!(fresh.stderr.contains("3 workflows"), "{}", fresh.stderr);
+
+    // One line edited by hand: stale, with a diff naming the line, exit 1.
+    let build = out.join("vouch-build.yml");
+    let text = std::fs::read_to_string(&build).unwrap();
+    std::fs::write(
+        &build,
+        text.replacen("timeout-minutes: 240", "timeout-minutes: 30", 1),
+    )
+    .unwrap();
+    let stale = check();
+    assert_eq!(stale.code, 1, "{}", stale.stderr);
+    assert!(
+        stale.stdout.contains("-    timeout-minutes: 30"),
+        "{}",
+        stale.stdout
+    );
+    assert!(
+        stale.stdout.contains("+    timeout-minutes: 240"),
+        "{}",
+        stale.stdout
+    );
+    assert!(
+        stale.stderr.contains("vouch-build.yml: Changed"),
+        "{}",
+        stale.stderr
+    );
+
+    // In GitHub Actions the same finding is an annotation.
+    let annotated = run(vouch()
+        .current_dir(repo_root())
+        .args(["workflows", "check", "--profile", profile])
+        .arg("--out")
+        .arg(&out)
+        .env("GITHUB_ACTIONS", "true"));
+    assert_eq!(annotated.code, 1);
+    assert!(
+        annotated.stderr.contains("::error title=vouch::")
+            && annotated.stderr.contains("vouch-build.yml: Changed"),
+        "{}",
+        annotated.stderr
+    );
+
+    // A hand edit that breaks a trust rule is named too, even with the generator's output.
+    std::fs::write(
+        &build,
+        text.replacen("permissions: {}", "permissions: write-all", 1),
+    )
+    .unwrap();
+    let broken = check();
+    assert_eq!(broken.code, 1);
+    assert!(broken.stderr.contains("permissions"), "{}", broken.stderr);
+}
+
+#[test]
+fn a_cell_build_appends_to_the_github_step_summary() {
+    let dir = tempdir();
+    let summary = dir.path().join("summary.md");
+    std::fs::write(&summary, "").unwrap();
+    let src = dir.path().join("sample");
+    copy_sample(&src);
+    let py = std::process::Command::new("python3")
+        .args([
+            "-c",
+            "import sys; print(f'{sys.version_info[0]}.{sys.version_info[1]}')",
+        ])
+        .output()
+        .unwrap();
+    let cell = format!(
+        "cpu-py{}-linux-64",
+        String::from_utf8_lossy(&py.stdout).trim()
+    );
+    let r = run(vouch()
+        .args(["build", "--cell", &cell, "--profile"])
+        .arg(repo_root().join("pyproject-templates/sample/vouch.toml"))
+        .arg("--source")
+        .arg(&src)
+        .arg("--out")
+        .arg(dir.path().join("out"))
+        .args(["--sha", "2222222222222222222222222222222222222222"])
+        .env("GITHUB_STEP_SUMMARY", &summary)
+        .env("GITHUB_ACTIONS", "true"));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let md = std::fs::read_to_string(&summary).unwrap();
+    assert!(
+        md.contains(&format!("| `{cell}` | `vouch_sample-0.1.0-")),
+        "{md}"
+    );
+    assert!(md.contains("| `sha256:"), "{md}");
 }

@@ -320,7 +320,11 @@ fn repair_wheel(
     repair: &Repair,
     dist: &Path,
 ) -> Result<(PathBuf, RepairOutcome), BuildError> {
-    let name = raw.file_name().unwrap_or_default().to_string_lossy().into_owned();
+    let name = raw
+        .file_name()
+        .unwrap_or_default()
+        .to_string_lossy()
+        .into_owned();
     if !name.contains("-linux_") {
         return Ok((
             raw.to_owned(),

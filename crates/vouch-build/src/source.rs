@@ -64,7 +64,9 @@ pub fn unpack_sdist(sdist: &Path, dest: &Path) -> Result<(PathBuf, u64), BuildEr
     })?;
     let name = sdist.to_string_lossy();
     if !(name.ends_with(".tar.gz") || name.ends_with(".tgz")) {
-        return Err(bad("expected a .tar.gz sdist or a source directory".to_owned()));
+        return Err(bad(
+            "expected a .tar.gz sdist or a source directory".to_owned()
+        ));
     }
     let mut tar = tar::Archive::new(flate2::read::GzDecoder::new(std::io::BufReader::new(file)));
     let mut top: Option<String> = None;
@@ -83,7 +85,9 @@ pub fn unpack_sdist(sdist: &Path, dest: &Path) -> Result<(PathBuf, u64), BuildEr
             .components()
             .any(|c| !matches!(c, Component::Normal(_) | Component::CurDir))
         {
-            return Err(bad(format!("member {shown:?} is not a plain relative path")));
+            return Err(bad(format!(
+                "member {shown:?} is not a plain relative path"
+            )));
         }
         let first = path
             .components()
@@ -101,7 +105,10 @@ pub fn unpack_sdist(sdist: &Path, dest: &Path) -> Result<(PathBuf, u64), BuildEr
         }
         let kind = entry.header().entry_type();
         if !(kind.is_file() || kind.is_dir()) {
-            if matches!(kind, tar::EntryType::XGlobalHeader | tar::EntryType::XHeader) {
+            if matches!(
+                kind,
+                tar::EntryType::XGlobalHeader | tar::EntryType::XHeader
+            ) {
                 continue;
             }
             return Err(bad(format!(
@@ -139,7 +146,9 @@ pub fn apply_patch(tree: &Path, patch: &SourcePatch) -> Result<(), BuildError> {
             .entry("project")
             .or_insert_with(|| toml::Value::Table(toml::Table::new()))
             .as_table_mut()
-            .ok_or_else(|| BuildError::Template("pyproject.toml: `project` is not a table".to_owned()))?;
+            .ok_or_else(|| {
+                BuildError::Template("pyproject.toml: `project` is not a table".to_owned())
+            })?;
         for (k, v) in &patch.project {
             project.insert(k.clone(), v.clone());
         }

@@ -102,7 +102,10 @@ pub fn inputs_digest(
             ));
         }
         for a in &tc.archives {
-            explain.push(format!("toolchain archive {}", a.sha256.to_ascii_lowercase()));
+            explain.push(format!(
+                "toolchain archive {}",
+                a.sha256.to_ascii_lowercase()
+            ));
         }
     }
     if let Some(t) = profile.template(cell) {

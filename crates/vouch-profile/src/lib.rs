@@ -136,6 +136,21 @@ pub struct Profile {
     /// `auditwheel repair` settings for Linux cells (run when auditwheel is on PATH).
     #[serde(default)]
     pub repair: Option<RepairSpec>,
+    /// The vouch release the generated workflows install (`vouch workflows generate`).
+    #[serde(default)]
+    pub workflows: Option<WorkflowsSpec>,
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct WorkflowsSpec {
+    /// The PyPI distribution of vouch [default: vouch-build].
+    #[serde(default)]
+    pub package: Option<String>,
+    /// Its exact version.
+    pub version: String,
+    /// sha256 of each platform's wheel of that version (pip `--require-hashes`).
+    pub sha256: Vec<String>,
 }
 
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq, Eq)]
@@ -193,7 +208,10 @@ impl Profile {
 
     /// The toolchain a cell builds with, if its flavor declares one for the cell's platform.
     pub fn toolchain(&self, cell: &Cell) -> Option<&Toolchain> {
-        self.flavors.get(&cell.flavor)?.toolchain.get(&cell.platform)
+        self.flavors
+            .get(&cell.flavor)?
+            .toolchain
+            .get(&cell.platform)
     }
 
     pub fn template(&self, cell: &Cell) -> Option<&Template> {
@@ -281,7 +299,9 @@ impl Profile {
                     if dest.starts_with('/') || dest.split('/').any(|c| c == ".." || c.is_empty()) {
                         return Err(invalid(
                             origin,
-                            format!("flavors.{name}.template.files: {dest:?} is not a relative path inside the source"),
+                            format!(
+                                "flavors.{name}.template.files: {dest:?} is not a relative path inside the source"
+                            ),
                         ));
                     }
                 }

@@ -37,7 +37,11 @@ fn set_mode(_path: &Path, _mode: u32) -> std::io::Result<()> {
 
 /// Unpacks a wheel's payload (not its `.dist-info`) into `tree`.
 pub fn unpack_wheel(wheel: &Path, tree: &Path) -> Result<(), ToolchainError> {
-    let name = wheel.file_name().unwrap_or_default().to_string_lossy().into_owned();
+    let name = wheel
+        .file_name()
+        .unwrap_or_default()
+        .to_string_lossy()
+        .into_owned();
     let file = std::fs::File::open(wheel).map_err(io(wheel))?;
     let mut zip = zip::ZipArchive::new(std::io::BufReader::new(file)).map_err(|source| {
         ToolchainError::Wheel {
@@ -106,7 +110,11 @@ pub fn unpack_tar(archive: &Path, label: &str, tree: &Path) -> Result<(), Toolch
     let mut tar = tar::Archive::new(reader);
     for entry in tar.entries().map_err(corrupt)? {
         let mut entry = entry.map_err(corrupt)?;
-        let raw = entry.path().map_err(corrupt)?.to_string_lossy().into_owned();
+        let raw = entry
+            .path()
+            .map_err(corrupt)?
+            .to_string_lossy()
+            .into_owned();
         let rel = safe_relative(&raw).map_err(|m| bad(&raw, m))?;
         let stripped: PathBuf = rel.components().skip(1).collect();
         if stripped.as_os_str().is_empty() {
@@ -140,7 +148,10 @@ pub fn unpack_tar(archive: &Path, label: &str, tree: &Path) -> Result<(), Toolch
 /// plain http elsewhere.
 pub fn download(url: &str, dest: &Path) -> Result<(), ToolchainError> {
     let loopback = |u: &reqwest::Url| {
-        matches!(u.host_str(), Some("127.0.0.1") | Some("localhost") | Some("[::1]"))
+        matches!(
+            u.host_str(),
+            Some("127.0.0.1") | Some("localhost") | Some("[::1]")
+        )
     };
     let policy = reqwest::redirect::Policy::custom(move |attempt| {
         if attempt.url().scheme() == "https" || loopback(attempt.url()) {
@@ -174,10 +185,11 @@ pub fn download(url: &str, dest: &Path) -> Result<(), ToolchainError> {
         });
     }
     let mut out = std::fs::File::create(dest).map_err(io(dest))?;
-    resp.copy_to(&mut out).map_err(|source| ToolchainError::Download {
-        url: url.to_owned(),
-        source,
-    })?;
+    resp.copy_to(&mut out)
+        .map_err(|source| ToolchainError::Download {
+            url: url.to_owned(),
+            source,
+        })?;
     out.flush().map_err(io(dest))?;
     Ok(())
 }

@@ -64,7 +64,11 @@ fn unversioned_links(dir: &Path) -> Result<(), ToolchainError> {
         let Some((base, version)) = name.split_once(".so.") else {
             continue;
         };
-        if version.is_empty() || !version.split('.').all(|p| p.bytes().all(|b| b.is_ascii_digit())) {
+        if version.is_empty()
+            || !version
+                .split('.')
+                .all(|p| p.bytes().all(|b| b.is_ascii_digit()))
+        {
             continue;
         }
         let link = dir.join(format!("{base}.so"));

@@ -188,9 +188,7 @@ pub fn parse_requirements(path: &Path) -> Result<Vec<WheelPin>, ToolchainError> 
         let mut parts = line.split_whitespace();
         let requirement = parts.next().expect("non-empty").to_owned();
         if !requirement.contains("==") {
-            return Err(err(format!(
-                "{requirement:?} is not pinned with `==`"
-            )));
+            return Err(err(format!("{requirement:?} is not pinned with `==`")));
         }
         let mut sha256 = Vec::new();
         for p in parts {
@@ -220,7 +218,11 @@ pub fn toolchain_key(spec: &Toolchain, profile_dir: &Path) -> Result<String, Too
     let mut h = Sha256::new();
     if let Some(req) = &spec.wheels {
         for pin in parse_requirements(&profile_dir.join(req))? {
-            h.update(format!("wheel {} {}\n", pin.requirement, pin.sha256.join(",")));
+            h.update(format!(
+                "wheel {} {}\n",
+                pin.requirement,
+                pin.sha256.join(",")
+            ));
         }
         h.update(format!("root {}\n", spec.root.as_deref().unwrap_or("")));
     }
