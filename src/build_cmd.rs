@@ -322,7 +322,10 @@ fn find_reusable(
 
 fn write_atomically(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
-    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
+    let mut builder = tempfile::Builder::new();
+    #[cfg(unix)]
+    builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o644));
+    let mut tmp = builder.tempfile_in(dir)?;
     std::io::Write::write_all(&mut tmp, bytes)?;
     tmp.persist(path)
         .with_context(|| format!("writing {path:?}"))?;

@@ -61,13 +61,10 @@ fn cupy_shaped_cell_builds_reproducibly_with_cache_template_and_record() {
     let store = dir.path().join("store");
     let profile = fixture().join("vouch.toml");
 
-    let cold = build_cell(
-        &profile,
-        &fixture().join("source"),
-        &dir.path().join("cold"),
-        &store,
-        &[],
-    );
+    // Both copies outside git, so both take the same (default) epoch.
+    let first = dir.path().join("a/minicupy");
+    copy_dir(&fixture().join("source"), &first);
+    let cold = build_cell(&profile, &first, &dir.path().join("cold"), &store, &[]);
     assert_eq!(cold.code, 0, "{}", cold.stderr);
     let cold = cold.json();
     let wheel = cold["wheel"].as_str().unwrap();
@@ -148,7 +145,7 @@ fn cupy_shaped_cell_builds_reproducibly_with_cache_template_and_record() {
     // --reuse-from: same inputs digest, so no build; the wheel is copied with a record.
     let reused = build_cell(
         &profile,
-        &fixture().join("source"),
+        &first,
         &dir.path().join("reused"),
         &store,
         &["--reuse-from", dir.path().join("cold").to_str().unwrap()],
@@ -163,7 +160,7 @@ fn cupy_shaped_cell_builds_reproducibly_with_cache_template_and_record() {
     // Another CUPY_NVCC_GENERATE_CODE is another input: no reuse, a real build.
     let other = build_cell(
         &profile,
-        &fixture().join("source"),
+        &first,
         &dir.path().join("other-arch"),
         &store,
         &[

@@ -161,11 +161,12 @@ pub fn normalize_wheel(
         path: output.clone(),
         source,
     };
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".vouch-normalize-")
-        .suffix(".tmp")
-        .tempfile_in(out_dir)
-        .map_err(write_err)?;
+    let mut builder = tempfile::Builder::new();
+    builder.prefix(".vouch-normalize-").suffix(".tmp");
+    // A release file, readable like any other the user writes (tempfile defaults to 0600).
+    #[cfg(unix)]
+    builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o644));
+    let mut tmp = builder.tempfile_in(out_dir).map_err(write_err)?;
     // Hash on a second thread while this one writes: both are a pass over the whole output.
     let sha256 = std::thread::scope(|scope| {
         let hasher = scope.spawn(|| vouch_core::Sha256Digest::of(&bytes));
