@@ -6,7 +6,7 @@
 # Usage: scripts/build-wheel.sh [OUT_DIR]      (default: target/wheels)
 # Env:   CARGO_TARGET_DIR  (default: target/wheel, apart from the everyday target/ builds)
 #        MATURIN_ARGS      extra `maturin build` flags, e.g. "--compatibility linux"
-#        SOURCE_DATE_EPOCH (default: the last commit's time) for the wheel's timestamps
+#        SOURCE_DATE_EPOCH (default: the last commit touching the wheel's inputs) for its timestamps
 #
 # Prints the wheel, its size and `sha256:<hex>`, and the requirement line the generated
 # workflows need (`vouch workflows generate` takes the hash).
@@ -16,7 +16,10 @@ root=$PWD
 out=$(realpath -m "${1:-target/wheels}")
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$root/target/wheel}
 if [ -z "${SOURCE_DATE_EPOCH:-}" ]; then
-  SOURCE_DATE_EPOCH=$(git log -1 --format=%ct 2>/dev/null || echo 315532800)
+  # The last commit that touched what goes into the wheel, so commits elsewhere (profiles,
+  # tests, scripts) leave its bytes alone.
+  SOURCE_DATE_EPOCH=$(git log -1 --format=%ct -- src crates Cargo.toml Cargo.lock pyproject.toml README.md 2>/dev/null || true)
+  SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-315532800}
 fi
 export SOURCE_DATE_EPOCH
 # No build path in the binary (panic locations, debug info).
