@@ -132,13 +132,14 @@ fn install_toolchain(
     let python = vouch_build::Python::find(env.python.as_deref())?;
     let name = format!("cuda-{}-{}", cell.cuda, cell.platform);
     output::note(format!("toolchain: {name}"));
-    let _spinner = output::spinner(format!("installing the {name} toolchain"));
+    let spinner = output::spinner(format!("installing the {name} toolchain"));
     let installed = vouch_toolchain::install(&vouch_toolchain::Request {
         spec,
         profile_dir: &profile.dir,
         cache_dir,
         name: &name,
         python: &python.executable,
+        progress: spinner.bytes_progress(),
     })
     .with_context(|| format!("installing the {name} toolchain"))?;
     Ok(Some(installed))

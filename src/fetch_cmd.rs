@@ -228,13 +228,16 @@ impl FetchArgs {
         Ok(None)
     }
 
-    fn source(&self) -> anyhow::Result<Source> {
+    fn source(&self, spinner: &output::Spinner) -> anyhow::Result<Source> {
         Ok(match &self.store {
             Some(dir) => Source::Store(vouch_fetch::LocalStore { root: dir.clone() }),
-            None => Source::Github(vouch_github::GithubClient::new(
-                &self.api_url,
-                self.token()?,
-            )?),
+            None => {
+                let mut client = vouch_github::GithubClient::new(&self.api_url, self.token()?)?;
+                if let Some(f) = spinner.bytes_progress() {
+                    client = client.with_progress(f);
+                }
+                Source::Github(client)
+            }
         })
     }
 
@@ -291,15 +294,15 @@ fn failure_code(e: &FetchError) -> u8 {
 fn do_fetch(args: &FetchArgs, out: &Path) -> anyhow::Result<FetchReport> {
     let exp = args.expectation()?;
     let cfg = args.verify_config()?;
-    let source = args.source()?;
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
     output::note(format!(
         "looking for {} from {} ({} of {})",
         exp.artifact_name, exp.workflow, exp.event, exp.repo
     ));
-    let spinner = output::spinner("finding, downloading and verifying the artifact");
+    let spinner = output::spinner(format!("fetching {}", exp.artifact_name));
+    let source = args.source(&spinner)?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
     let fetched = rt.block_on(vouch_fetch::fetch(&source, &exp, &cfg, out));
     drop(spinner);
     match fetched {

@@ -128,6 +128,28 @@ pub fn spinner(message: impl Into<String>) -> Spinner {
     Spinner(Some(bar))
 }
 
+impl Spinner {
+    /// A callback that turns the spinner into a byte progress bar once a download reports its
+    /// size; `None` when nothing is drawn.
+    pub fn bytes_progress(&self) -> Option<std::sync::Arc<dyn Fn(u64, Option<u64>) + Send + Sync>> {
+        let bar = self.0.clone()?;
+        let styled = AtomicBool::new(false);
+        Some(std::sync::Arc::new(move |done, total| {
+            if let Some(total) = total
+                && !styled.swap(true, Ordering::Relaxed)
+            {
+                bar.set_length(total);
+                if let Ok(style) = indicatif::ProgressStyle::with_template(
+                    "{msg} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec} eta {eta}",
+                ) {
+                    bar.set_style(style.progress_chars("=> "));
+                }
+            }
+            bar.set_position(done);
+        }))
+    }
+}
+
 impl Drop for Spinner {
     fn drop(&mut self) {
         if let Some(bar) = self.0.take() {

@@ -408,3 +408,69 @@ fn the_sample_builds_as_a_cell_without_a_toolchain() {
     assert_eq!(warm["sha256"], cold["sha256"]);
     assert_eq!(warm["cache"]["hit_rate"], 1.0, "{warm}");
 }
+
+/// Serves `body` over plain http on loopback for `requests` requests; returns the base URL.
+fn serve_once(body: Vec<u8>, requests: usize) -> String {
+    use std::io::{Read as _, Write as _};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().take(requests) {
+            let mut stream = stream.unwrap();
+            let mut buf = [0u8; 4096];
+            let _ = stream.read(&mut buf);
+            let head = format!(
+                "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                body.len()
+            );
+            let _ = stream.write_all(head.as_bytes());
+            let _ = stream.write_all(&body);
+        }
+    });
+    format!("http://{addr}")
+}
+
+#[test]
+fn toolchain_archive_by_url_is_downloaded_checked_and_unpacked() {
+    let dir = tempdir();
+    copy_dir(&fixture(), dir.path());
+    let archive = "minicuda-13.0-linux-x86_64-archive.tar.xz";
+    let base = serve_once(std::fs::read(fixture().join(archive)).unwrap(), 1);
+    let profile = dir.path().join("vouch.toml");
+    let text = std::fs::read_to_string(&profile).unwrap();
+    std::fs::write(
+        &profile,
+        text.replace(
+            &format!("url = \"{archive}\""),
+            &format!("url = \"{base}/redist/{archive}\""),
+        ),
+    )
+    .unwrap();
+    std::fs::remove_file(dir.path().join(archive)).unwrap();
+    let r = run(vouch()
+        .args([
+            "toolchain",
+            "install",
+            "--json",
+            "--cell",
+            &cell(),
+            "--profile",
+        ])
+        .arg(&profile)
+        .arg("--cache-dir")
+        .arg(dir.path().join("cache")));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let j = r.json();
+    assert_eq!(j["components"][0]["file"], archive);
+    assert_eq!(
+        j["components"][0]["sha256"],
+        "b5895f63303dcd4a5ab7933e7602ba81df4118abef8c029ca546984616e8972a"
+    );
+    assert_eq!(
+        j["nvcc"],
+        "minicuda compilation tools, release 13.0, V13.0.0"
+    );
+    // The download is not left in the cache entry.
+    let entry = PathBuf::from(j["dir"].as_str().unwrap());
+    assert!(!entry.join("download").exists());
+}

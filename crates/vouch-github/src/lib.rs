@@ -70,7 +70,12 @@ pub struct GithubClient {
     calls: AtomicU64,
     /// Plain-http redirect targets are accepted only on loopback (the tests' fake server).
     allow_http_loopback: bool,
+    /// Called as download bytes arrive (bytes so far, expected total), e.g. to draw a bar.
+    progress: Option<ProgressFn>,
 }
+
+/// `(bytes so far, expected total)`.
+pub type ProgressFn = std::sync::Arc<dyn Fn(u64, Option<u64>) + Send + Sync>;
 
 /// What a successful download produced.
 #[derive(Debug)]
@@ -109,7 +114,14 @@ impl GithubClient {
             http,
             calls: AtomicU64::new(0),
             allow_http_loopback,
+            progress: None,
         })
+    }
+
+    /// Reports artifact download progress to `f` (the library itself never prints).
+    pub fn with_progress(mut self, f: ProgressFn) -> Self {
+        self.progress = Some(f);
+        self
     }
 
     /// API requests made so far (downloads from the redirect target not included).
@@ -369,6 +381,9 @@ impl GithubClient {
             }
             hasher.update(&chunk);
             file.write_all(&chunk).map_err(io)?;
+            if let Some(report) = &self.progress {
+                report(bytes, expected);
+            }
         }
         if let Some(n) = expected
             && n != bytes

@@ -146,7 +146,11 @@ pub fn unpack_tar(archive: &Path, label: &str, tree: &Path) -> Result<(), Toolch
 
 /// Streams `url` to `dest`. Plain http only for loopback (tests); never follows a redirect to
 /// plain http elsewhere.
-pub fn download(url: &str, dest: &Path) -> Result<(), ToolchainError> {
+pub fn download(
+    url: &str,
+    dest: &Path,
+    progress: Option<&crate::ProgressFn>,
+) -> Result<(), ToolchainError> {
     let loopback = |u: &reqwest::Url| {
         matches!(
             u.host_str(),
@@ -184,12 +188,36 @@ pub fn download(url: &str, dest: &Path) -> Result<(), ToolchainError> {
             message: "served over plain http".to_owned(),
         });
     }
+    let total = resp.content_length();
     let mut out = std::fs::File::create(dest).map_err(io(dest))?;
-    resp.copy_to(&mut out)
-        .map_err(|source| ToolchainError::Download {
-            url: url.to_owned(),
+    let mut buf = vec![0u8; 1 << 20];
+    let mut done = 0u64;
+    loop {
+        let n = resp.read(&mut buf).map_err(|source| ToolchainError::Io {
+            path: PathBuf::from(url),
             source,
         })?;
+        if n == 0 {
+            break;
+        }
+        out.write_all(&buf[..n]).map_err(io(dest))?;
+        done += n as u64;
+        if let Some(report) = progress {
+            report(done, total);
+        }
+    }
+    // A short body is caught here, before the sha256 check would report it as a mismatch.
+    if let Some(expected) = total
+        && expected != done
+    {
+        return Err(ToolchainError::Io {
+            path: dest.to_owned(),
+            source: std::io::Error::new(
+                std::io::ErrorKind::UnexpectedEof,
+                format!("{url}: got {done} of {expected} bytes"),
+            ),
+        });
+    }
     out.flush().map_err(io(dest))?;
     Ok(())
 }

@@ -161,7 +161,12 @@ pub struct Request<'a> {
     pub name: &'a str,
     /// The interpreter whose pip downloads wheels.
     pub python: &'a Path,
+    /// Called as archive bytes arrive (bytes so far, expected total); the library never prints.
+    pub progress: Option<ProgressFn>,
 }
+
+/// `(bytes so far, expected total)`.
+pub type ProgressFn = std::sync::Arc<dyn Fn(u64, Option<u64>) + Send + Sync>;
 
 /// Pinned wheel files from a requirements file: `name==version --hash=sha256:HEX` per line.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -449,7 +454,7 @@ fn install_archives(
             .to_owned();
         let local = if a.url.starts_with("https://") || a.url.starts_with("http://") {
             let dest = download.join(format!("{i}-{file_name}"));
-            archive::download(&a.url, &dest)?;
+            archive::download(&a.url, &dest, req.progress.as_ref())?;
             dest
         } else {
             req.profile_dir.join(&a.url)
