@@ -131,7 +131,7 @@ pub fn spinner(message: impl Into<String>) -> Spinner {
 impl Spinner {
     /// A callback that turns the spinner into a byte progress bar once a download reports its
     /// size; `None` when nothing is drawn.
-    pub fn bytes_progress(&self) -> Option<std::sync::Arc<dyn Fn(u64, Option<u64>) + Send + Sync>> {
+    pub fn bytes_progress(&self) -> Option<vouch_github::ProgressFn> {
         let bar = self.0.clone()?;
         let styled = AtomicBool::new(false);
         Some(std::sync::Arc::new(move |done, total| {
