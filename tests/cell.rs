@@ -258,6 +258,33 @@ fn toolchain_from_pinned_wheels_is_laid_out_fixed_up_and_reused() {
     assert!(text.contains("wheels = \"cuda.txt\""));
     std::fs::write(profile_dir.join("vouch.toml"), &text).unwrap();
     let cache = dir.path().join("cache");
+    // pip runs in a venv whose startup hook records its argv and the environment it was given.
+    let seen_env = dir.path().join("pip-env.txt");
+    let venv = dir.path().join("pip-venv");
+    assert!(
+        std::process::Command::new("python3")
+            .args(["-m", "venv"])
+            .arg(&venv)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let site = std::fs::read_dir(venv.join("lib"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path()
+        .join("site-packages");
+    std::fs::write(
+        site.join("vouch_test_dump_env.pth"),
+        format!(
+            "import os, sys; open(r'{}', 'a').write('argv ' + ' '.join(sys.argv) + chr(10) + chr(10).join(k + '=' + v for k, v in os.environ.items()) + chr(10))\n",
+            seen_env.display()
+        ),
+    )
+    .unwrap();
+    let python = venv.join("bin/python");
     let install = || {
         run(vouch()
             .args([
@@ -271,12 +298,29 @@ fn toolchain_from_pinned_wheels_is_laid_out_fixed_up_and_reused() {
             .arg(profile_dir.join("vouch.toml"))
             .arg("--cache-dir")
             .arg(&cache)
+            .arg("--python")
+            .arg(&python)
             // pip finds the wheel only here: no index.
             .env("PIP_NO_INDEX", "1")
-            .env("PIP_FIND_LINKS", &links))
+            .env("PIP_FIND_LINKS", &links)
+            .env("GITHUB_TOKEN", "ghp_toolchainSecret0123456789")
+            .env("VOUCH_CACHE_PASSWORD", "cache-password-secret"))
     };
     let first = install();
     assert_eq!(first.code, 0, "{}", first.stderr);
+    let env = std::fs::read_to_string(&seen_env).unwrap();
+    assert!(env.contains("download"), "pip ran in the venv: {env}");
+    assert!(
+        env.contains("PIP_FIND_LINKS="),
+        "pip keeps its configuration: {env}"
+    );
+    assert!(
+        !env.contains("ghp_toolchainSecret") && !env.contains("cache-password-secret"),
+        "no secret reaches pip: {env}"
+    );
+    for out in [&first.stdout, &first.stderr] {
+        assert!(!out.contains("ghp_toolchainSecret"), "{out}");
+    }
     let first = first.json();
     assert_eq!(first["reused"], false);
     assert_eq!(first["nvcc"], "fake nvcc, release 13.0, V13.0.0");

@@ -3,7 +3,6 @@
 //! driver library, which a build machine without a GPU does not have).
 
 use std::path::Path;
-use std::process::Command;
 
 use crate::{ToolchainError, io};
 
@@ -91,7 +90,7 @@ pub fn stub_library(dir: &Path, name: &str, soversion: u32) -> Result<(), Toolch
     std::fs::write(&src, "/* link-time stub made by vouch */\n").map_err(io(&src))?;
     let out = dir.join(format!("lib{name}.so"));
     let cc = std::env::var("CC").ok().filter(|c| !c.trim().is_empty());
-    let mut cmd = Command::new(cc.as_deref().unwrap_or("cc"));
+    let mut cmd = crate::scrubbed(cc.as_deref().unwrap_or("cc"));
     cmd.args(["-shared", "-nostdlib"])
         .arg(format!("-Wl,-soname,lib{name}.so.{soversion}"))
         .arg("-o")

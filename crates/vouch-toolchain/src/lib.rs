@@ -368,7 +368,7 @@ fn install_wheels(
     let pins = parse_requirements(requirements)?;
     let download = staging.join("download");
     std::fs::create_dir_all(&download).map_err(io(&download))?;
-    let mut cmd = Command::new(req.python);
+    let mut cmd = scrubbed(req.python);
     cmd.args([
         "-m",
         "pip",
@@ -476,6 +476,36 @@ fn install_archives(
     Ok(components)
 }
 
+/// A command with only the environment pip and compilers need: a token in vouch's own
+/// environment (GITHUB_TOKEN, a cache password) never reaches them.
+pub(crate) fn scrubbed(program: impl AsRef<std::ffi::OsStr>) -> Command {
+    const KEEP: &[&str] = &[
+        "PATH",
+        "HOME",
+        "TMPDIR",
+        "LANG",
+        "LC_ALL",
+        "SSL_CERT_FILE",
+        "SSL_CERT_DIR",
+        "HTTPS_PROXY",
+        "HTTP_PROXY",
+        "NO_PROXY",
+        "https_proxy",
+        "http_proxy",
+        "no_proxy",
+    ];
+    let mut cmd = Command::new(program);
+    cmd.env_clear();
+    for (k, v) in std::env::vars_os() {
+        let name = k.to_string_lossy();
+        // pip's own configuration (index, find-links, certificates) is pip's business.
+        if KEEP.contains(&name.as_ref()) || name.starts_with("PIP_") {
+            cmd.env(&k, v);
+        }
+    }
+    cmd
+}
+
 fn run(mut cmd: Command, what: &str) -> Result<String, ToolchainError> {
     let out = cmd.output().map_err(|source| ToolchainError::Spawn {
         what: what.to_owned(),
@@ -500,7 +530,7 @@ fn nvcc_version(cuda_path: &Path) -> Option<String> {
     if !nvcc.exists() {
         return None;
     }
-    let out = Command::new(&nvcc).arg("--version").output().ok()?;
+    let out = scrubbed(&nvcc).arg("--version").output().ok()?;
     String::from_utf8_lossy(&out.stdout)
         .lines()
         .find(|l| l.contains("release"))
