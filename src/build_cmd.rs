@@ -268,6 +268,38 @@ fn expand(value: &str, cuda_path: Option<&Path>, launcher: Option<&Path>) -> Str
         .to_owned()
 }
 
+/// Whether the interpreter is a free-threaded build (`Py_GIL_DISABLED`), as `3.14t` cells need.
+fn free_threaded(python: &Path) -> bool {
+    std::process::Command::new(python)
+        .env_clear()
+        .args([
+            "-c",
+            "import sysconfig; print(sysconfig.get_config_var('Py_GIL_DISABLED') or 0)",
+        ])
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "1")
+}
+
+/// The pull request number for the artifact name: the scope flags, or in GitHub Actions the
+/// event payload, even when the build uses no cache (and so no scope flags).
+fn pull_request(args: &BuildArgs) -> Option<u64> {
+    if let Some(pr) = args.cache.scope.trigger().ok().and_then(|t| t.pr) {
+        return Some(pr);
+    }
+    if std::env::var("GITHUB_ACTIONS").is_ok_and(|v| v == "true") {
+        let from_github = crate::cache_cmd::ScopeArgs {
+            scope_from_github: true,
+            event: None,
+            git_ref: None,
+            pr: None,
+            base_ref: None,
+            default_branch: args.cache.scope.default_branch.clone(),
+        };
+        return from_github.trigger().ok().and_then(|t| t.pr);
+    }
+    None
+}
+
 fn commit_sha(args: &BuildArgs, source: &Path) -> Option<String> {
     if let Some(s) = &args.sha {
         return Some(s.clone());
@@ -306,6 +338,14 @@ fn find_reusable(
             continue;
         };
         if record.cell != cell || record.inputs_digest != digest {
+            continue;
+        }
+        // The record is data from a directory we do not control: its wheel must be a plain
+        // file name next to it, never a path.
+        let plain =
+            Path::new(&record.wheel).file_name() == Some(std::ffi::OsStr::new(&record.wheel));
+        if !plain || !record.wheel.ends_with(".whl") {
+            tracing::warn!(file = %path.display(), wheel = %record.wheel, "record names no plain wheel file; skipped");
             continue;
         }
         let wheel = dir.join(&record.wheel);
@@ -353,10 +393,20 @@ fn build_cell(args: BuildArgs) -> anyhow::Result<ExitCode> {
     };
     let python = vouch_build::Python::find(args.env.python.as_deref())?;
     let want = cell.python.trim_end_matches('t');
-    if !python.version.starts_with(&format!("{want}.")) {
+    let free_threaded = free_threaded(&python.executable);
+    if !python.version.starts_with(&format!("{want}."))
+        || cell.python.ends_with('t') != free_threaded
+    {
         anyhow::bail!(WrongPython(format!(
-            "cell {} is for Python {}, but the interpreter is Python {}; pass --python",
-            cell.id, cell.python, python.version
+            "cell {} is for Python {}, but the interpreter is Python {}{}; pass --python",
+            cell.id,
+            cell.python,
+            python.version,
+            if free_threaded {
+                " (free-threaded)"
+            } else {
+                ""
+            }
         )));
     }
     let inputs = vouch_profile::inputs_digest(&profile, &cell, &source)?;
@@ -367,7 +417,7 @@ fn build_cell(args: BuildArgs) -> anyhow::Result<ExitCode> {
     std::fs::create_dir_all(&args.out).with_context(|| format!("creating {:?}", args.out))?;
 
     let sha = commit_sha(&args, &source);
-    let pr = args.cache.scope.trigger().ok().and_then(|t| t.pr);
+    let pr = pull_request(&args);
     let artifact = match &sha {
         // A source-routed cell shares its dist/python/platform with a wheel cell: its artifact
         // is named by the cell id, as the generated workflows name it.
@@ -395,11 +445,21 @@ fn build_cell(args: BuildArgs) -> anyhow::Result<ExitCode> {
         && let Some((wheel, mut record)) = find_reusable(dir, &cell.id, &inputs.digest.to_string())?
     {
         let dest = args.out.join(&record.wheel);
-        if wheel != dest {
-            std::fs::copy(&wheel, &dest).with_context(|| format!("copying {wheel:?}"))?;
+        let same_file = match (std::fs::canonicalize(&wheel), std::fs::canonicalize(&dest)) {
+            (Ok(a), Ok(b)) => a == b,
+            _ => false,
+        };
+        if !same_file {
+            // Through a temporary file, checked, then renamed: never a partial wheel in --out.
+            let bytes = std::fs::read(&wheel).with_context(|| format!("reading {wheel:?}"))?;
+            if vouch_core::Sha256Digest::of(&bytes).to_string() != record.sha256 {
+                anyhow::bail!("{wheel:?} changed while it was being reused");
+            }
+            write_atomically(&dest, &bytes)?;
         }
         record.reused_from = Some(dir.display().to_string());
-        record.artifact = artifact.or(record.artifact);
+        // The earlier record's name carries its own commit; this build's is ours (or none).
+        record.artifact = artifact;
         record.seconds = Durations {
             total: started.elapsed().as_secs_f64(),
             ..Durations::default()
@@ -430,6 +490,13 @@ fn build_cell(args: BuildArgs) -> anyhow::Result<ExitCode> {
     let cuda_path = installed.as_ref().map(|i| i.cuda_path.clone());
     let mut cell_env = std::collections::BTreeMap::new();
     for (k, v) in &cell.env {
+        if cuda_path.is_none() && v.contains("${CUDA_PATH}") {
+            anyhow::bail!(crate::verify_cmd::UsageError(format!(
+                "cell {}: {k} uses ${{CUDA_PATH}}, but the profile declares no toolchain for \
+                 {} on {} (flavors.{}.toolchain.{})",
+                cell.id, cell.flavor, cell.platform, cell.flavor, cell.platform
+            )));
+        }
         let v = expand(v, cuda_path.as_deref(), options.launcher.as_deref());
         cell_env.insert(k.clone(), v);
     }

@@ -98,11 +98,14 @@ pub fn code_for(err: &anyhow::Error) -> ExitCode {
                 T::Io { .. } => IO,
                 T::Digest { .. } => verify_code(vouch_verify::ErrorKind::Digest),
                 T::Download { .. } | T::Command { .. } => crate::fetch_cmd::DOWNLOAD,
-                T::Spawn { .. } => ENVIRONMENT,
+                T::Spawn { .. } | T::Stub { .. } => ENVIRONMENT,
+                T::Transfer { .. } => crate::fetch_cmd::DOWNLOAD,
                 T::UnsafeMember { .. } => crate::fetch_cmd::UNSAFE_ARCHIVE,
-                T::Requirements { .. } | T::Archive { .. } | T::Wheel { .. } | T::Empty => {
-                    INVALID_INPUT
-                }
+                T::Requirements { .. }
+                | T::Archive { .. }
+                | T::Wheel { .. }
+                | T::Empty
+                | T::Layout(_) => INVALID_INPUT,
             });
         }
         if cause.downcast_ref::<vouch_cache::ToolError>().is_some()

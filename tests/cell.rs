@@ -157,6 +157,39 @@ fn cupy_shaped_cell_builds_reproducibly_with_cache_template_and_record() {
     assert!(reused["reused_from"].as_str().is_some());
     assert!(reused["cache"].is_object(), "the original record is kept");
 
+    // Reusing from the output directory itself leaves the wheel whole.
+    let again = build_cell(
+        &profile,
+        &first,
+        &dir.path().join("reused"),
+        &store,
+        &["--reuse-from", dir.path().join("reused").to_str().unwrap()],
+    );
+    assert_eq!(again.code, 0, "{}", again.stderr);
+    assert_eq!(
+        sha256_file(&dir.path().join("reused").join(wheel)),
+        cold["sha256"]
+            .as_str()
+            .unwrap()
+            .trim_start_matches("sha256:")
+    );
+
+    // A record naming a wheel outside its directory is not trusted: a real build follows.
+    let evil = dir.path().join("evil");
+    std::fs::create_dir_all(&evil).unwrap();
+    let mut forged = record.clone();
+    forged["wheel"] = format!("../cold/{wheel}").into();
+    std::fs::write(evil.join("x.build.json"), forged.to_string()).unwrap();
+    let not_reused = build_cell(
+        &profile,
+        &first,
+        &dir.path().join("after-evil"),
+        &store,
+        &["--reuse-from", evil.to_str().unwrap()],
+    );
+    assert_eq!(not_reused.code, 0, "{}", not_reused.stderr);
+    assert!(not_reused.json().get("reused_from").is_none());
+
     // Another CUPY_NVCC_GENERATE_CODE is another input: no reuse, a real build.
     let other = build_cell(
         &profile,
@@ -204,9 +237,11 @@ fn toolchain_archive_with_wrong_sha256_is_refused_and_nothing_is_installed() {
         r.stderr
     );
     assert!(r.stderr.contains("expected 0000000000"), "{}", r.stderr);
+    // Only the per-key lock file may be left: no tree, no staging directory.
     let left: Vec<_> = std::fs::read_dir(cache.join("toolchains"))
         .unwrap()
         .map(|e| e.unwrap().file_name())
+        .filter(|n| !n.to_string_lossy().ends_with(".lock"))
         .collect();
     assert!(left.is_empty(), "nothing installed: {left:?}");
 }
@@ -378,7 +413,10 @@ fn toolchain_from_pinned_wheels_is_laid_out_fixed_up_and_reused() {
         "{}",
         r.stderr
     );
-    let entries = std::fs::read_dir(cache.join("toolchains")).unwrap().count();
+    let entries = std::fs::read_dir(cache.join("toolchains"))
+        .unwrap()
+        .filter(|e| !e.as_ref().unwrap().file_name().to_string_lossy().ends_with(".lock"))
+        .count();
     assert_eq!(entries, 1, "only the first, complete toolchain");
 }
 
@@ -517,4 +555,31 @@ fn toolchain_archive_by_url_is_downloaded_checked_and_unpacked() {
     // The download is not left in the cache entry.
     let entry = PathBuf::from(j["dir"].as_str().unwrap());
     assert!(!entry.join("download").exists());
+}
+
+#[test]
+fn cuda_path_without_a_toolchain_is_refused_by_name() {
+    let dir = tempdir();
+    copy_dir(&fixture(), dir.path());
+    let profile = dir.path().join("vouch.toml");
+    let text = std::fs::read_to_string(&profile).unwrap();
+    let cut = text.find("[flavors.cuda13x.toolchain.linux-64]").unwrap();
+    let end = text.find("[inputs]").unwrap();
+    std::fs::write(&profile, format!("{}{}", &text[..cut], &text[end..])).unwrap();
+    let r = run(vouch()
+        .args(["build", "--cell", &cell(), "--profile"])
+        .arg(&profile)
+        .arg("--source")
+        .arg(dir.path().join("source"))
+        .arg("--out")
+        .arg(dir.path().join("out")));
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr.contains(
+            "NVCC uses ${CUDA_PATH}, but the profile declares no toolchain for cuda13x on linux-64"
+        ),
+        "{}",
+        r.stderr
+    );
+    assert!(!dir.path().join("out").join("x").exists());
 }

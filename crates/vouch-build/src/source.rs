@@ -89,11 +89,15 @@ pub fn unpack_sdist(sdist: &Path, dest: &Path) -> Result<(PathBuf, u64), BuildEr
                 "member {shown:?} is not a plain relative path"
             )));
         }
+        // `./pkg-1.0/...` and `pkg-1.0/...` name the same top directory.
         let first = path
             .components()
-            .next()
+            .find(|c| matches!(c, Component::Normal(_)))
             .map(|c| c.as_os_str().to_string_lossy().into_owned())
             .unwrap_or_default();
+        if first.is_empty() {
+            continue; // the archive's own `./` entry
+        }
         match &top {
             None => top = Some(first.clone()),
             Some(t) if *t != first => {

@@ -108,6 +108,14 @@ pub fn inputs_digest(
             ));
         }
     }
+    // Repair settings change the wheel's tag and bundled libraries.
+    if let Some(r) = &profile.repair {
+        explain.push(format!(
+            "repair exclude {} plat {}",
+            r.exclude.join(","),
+            r.plat.get(&cell.platform).map_or("", String::as_str)
+        ));
+    }
     if let Some(t) = profile.template(cell) {
         for (k, v) in &t.project {
             explain.push(format!("template project.{k}={v}"));

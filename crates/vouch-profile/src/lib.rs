@@ -266,7 +266,15 @@ impl Profile {
                             format!("{key}.root: required with `wheels` (e.g. \"nvidia/cu13\")"),
                         ));
                     }
-                    (None, false) => {}
+                    (None, false) if tc.root.is_none() => {}
+                    (None, false) => {
+                        return Err(invalid(
+                            origin,
+                            format!(
+                                "{key}.root: only for `wheels`; archives are merged into the toolkit root"
+                            ),
+                        ));
+                    }
                     _ => {
                         return Err(invalid(
                             origin,
@@ -296,7 +304,11 @@ impl Profile {
                     }
                 }
                 for dest in t.files.keys() {
-                    if dest.starts_with('/') || dest.split('/').any(|c| c == ".." || c.is_empty()) {
+                    if dest.starts_with('/')
+                        || dest.contains('\\')
+                        || dest.contains(':')
+                        || dest.split('/').any(|c| c == ".." || c.is_empty())
+                    {
                         return Err(invalid(
                             origin,
                             format!(
@@ -458,6 +470,21 @@ cuda = "13.0"
             (
                 MIN.replace("cuda = \"13.0\"", "cuda = \"13.0\"\ncudaa = 1"),
                 "unknown field `cudaa`",
+            ),
+            (
+                format!(
+                    "{MIN}[flavors.cuda13x.toolchain.linux-64]\nroot = \"x\"\narchives = [{{ url = \"a.tar.xz\", sha256 = \"{}\" }}]\n",
+                    "0".repeat(64)
+                ),
+                "flavors.cuda13x.toolchain.linux-64.root: only for `wheels`",
+            ),
+            (
+                format!("{MIN}[flavors.cuda13x.toolchain.linux-64]\nwheels = \"w.txt\"\n"),
+                "flavors.cuda13x.toolchain.linux-64.root: required with `wheels`",
+            ),
+            (
+                format!("{MIN}[flavors.cuda13x.template]\nfiles = {{ \"..\\\\x\" = \"y\" }}\n"),
+                "is not a relative path inside the source",
             ),
         ];
         for (text, want) in bad {

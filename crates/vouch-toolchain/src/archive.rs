@@ -182,10 +182,9 @@ pub fn download(
             source,
         })?;
     if resp.url().scheme() != "https" && !loopback(resp.url()) {
-        return Err(ToolchainError::UnsafeMember {
-            archive: url.to_owned(),
-            member: String::new(),
-            message: "served over plain http".to_owned(),
+        return Err(ToolchainError::Transfer {
+            url: url.to_owned(),
+            message: "served over plain http (https is required off loopback)".to_owned(),
         });
     }
     let total = resp.content_length();
@@ -193,9 +192,9 @@ pub fn download(
     let mut buf = vec![0u8; 1 << 20];
     let mut done = 0u64;
     loop {
-        let n = resp.read(&mut buf).map_err(|source| ToolchainError::Io {
-            path: PathBuf::from(url),
-            source,
+        let n = resp.read(&mut buf).map_err(|e| ToolchainError::Transfer {
+            url: url.to_owned(),
+            message: format!("interrupted after {done} bytes: {e}"),
         })?;
         if n == 0 {
             break;
@@ -210,12 +209,9 @@ pub fn download(
     if let Some(expected) = total
         && expected != done
     {
-        return Err(ToolchainError::Io {
-            path: dest.to_owned(),
-            source: std::io::Error::new(
-                std::io::ErrorKind::UnexpectedEof,
-                format!("{url}: got {done} of {expected} bytes"),
-            ),
+        return Err(ToolchainError::Transfer {
+            url: url.to_owned(),
+            message: format!("truncated: got {done} of {expected} bytes"),
         });
     }
     out.flush().map_err(io(dest))?;

@@ -89,14 +89,28 @@ pub fn stub_library(dir: &Path, name: &str, soversion: u32) -> Result<(), Toolch
     let src = dir.join(format!("lib{name}-stub.c"));
     std::fs::write(&src, "/* link-time stub made by vouch */\n").map_err(io(&src))?;
     let out = dir.join(format!("lib{name}.so"));
+    // CC may carry a launcher or flags (`ccache gcc`): the first word is the program.
     let cc = std::env::var("CC").ok().filter(|c| !c.trim().is_empty());
-    let mut cmd = crate::scrubbed(cc.as_deref().unwrap_or("cc"));
-    cmd.args(["-shared", "-nostdlib"])
+    let words: Vec<String> = cc
+        .as_deref()
+        .unwrap_or("cc")
+        .split_whitespace()
+        .map(str::to_owned)
+        .collect();
+    let mut cmd = crate::scrubbed(&words[0]);
+    cmd.args(&words[1..])
+        .args(["-shared", "-nostdlib"])
         .arg(format!("-Wl,-soname,lib{name}.so.{soversion}"))
         .arg("-o")
         .arg(&out)
         .arg(&src);
-    crate::run(cmd, &format!("building the lib{name}.so stub"))?;
+    crate::run(cmd, &format!("building the lib{name}.so stub")).map_err(|e| match e {
+        ToolchainError::Command { output_tail, .. } => ToolchainError::Stub {
+            name: name.to_owned(),
+            output_tail,
+        },
+        other => other,
+    })?;
     std::fs::remove_file(&src).map_err(io(&src))?;
     Ok(())
 }

@@ -85,6 +85,12 @@ pub enum ToolchainError {
     },
     #[error("the toolchain declares no files to install")]
     Empty,
+    #[error("toolkit layout: {0}")]
+    Layout(String),
+    #[error("downloading {url}: {message}")]
+    Transfer { url: String, message: String },
+    #[error("building the lib{name}.so stub failed (a C compiler is needed):\n{output_tail}")]
+    Stub { name: String, output_tail: String },
 }
 
 /// `tree/<root>`, or `tree` itself when the toolkit is the whole tree.
@@ -260,6 +266,17 @@ pub fn install(req: &Request<'_>) -> Result<Installed, ToolchainError> {
     let dir = root_dir.join(format!("{}-{}", req.name, &key[..16]));
     let cuda_rel = req.spec.root.clone().unwrap_or_default();
 
+    // One install of a given key at a time: a second waits, then reuses what the first made,
+    // and never removes a tree another build is using.
+    let lock_path = root_dir.join(format!("{}-{}.lock", req.name, &key[..16]));
+    let lock = std::fs::File::options()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock_path)
+        .map_err(io(&lock_path))?;
+    lock.lock().map_err(io(&lock_path))?;
+
     if let Some(manifest) = reusable(&dir, &key)? {
         tracing::info!(dir = %dir.display(), "reusing the installed toolchain");
         let cuda_path = cuda_path_in(&dir.join("tree"), &cuda_rel);
@@ -287,6 +304,11 @@ pub fn install(req: &Request<'_>) -> Result<Installed, ToolchainError> {
         install_archives(req, staging.path(), &tree)?
     };
     let cuda_path = cuda_path_in(&tree, &cuda_rel);
+    if !cuda_path.is_dir() {
+        return Err(ToolchainError::Layout(format!(
+            "`root = {cuda_rel:?}` is not a directory in the unpacked toolkit"
+        )));
+    }
     fixup::fix_tree(&cuda_path)?;
 
     let mut files = Vec::new();
@@ -314,12 +336,18 @@ pub fn install(req: &Request<'_>) -> Result<Installed, ToolchainError> {
     .map_err(io(&manifest_path))?;
     let _ = std::fs::remove_dir_all(staging.path().join("download"));
 
-    // Whoever renames first wins; a concurrent install of the same pins made the same tree.
+    // Under the lock: whatever is at `dir` failed the reuse check (incomplete, other pins), so
+    // it is moved aside before the new tree takes its place.
     if dir.exists() {
-        std::fs::remove_dir_all(&dir).map_err(io(&dir))?;
+        let aside = staging.path().with_extension("old");
+        std::fs::rename(&dir, &aside).map_err(io(&dir))?;
+        let _ = std::fs::remove_dir_all(&aside);
     }
     let staged = staging.keep();
-    std::fs::rename(&staged, &dir).map_err(io(&dir))?;
+    if let Err(e) = std::fs::rename(&staged, &dir) {
+        let _ = std::fs::remove_dir_all(&staged);
+        return Err(io(&dir)(e));
+    }
     let cuda_path = cuda_path_in(&dir.join("tree"), &cuda_rel);
     Ok(Installed {
         nvcc: nvcc_version(&cuda_path),
@@ -445,13 +473,13 @@ fn install_archives(
     std::fs::create_dir_all(&download).map_err(io(&download))?;
     let mut components = Vec::new();
     for (i, a) in req.spec.archives.iter().enumerate() {
-        let file_name = a
-            .url
-            .rsplit('/')
-            .next()
+        // The name from the URL's path: a query (`?sig=...`) is not part of it.
+        let file_name = reqwest::Url::parse(&a.url)
+            .ok()
+            .and_then(|u| u.path_segments()?.next_back().map(str::to_owned))
+            .or_else(|| a.url.rsplit('/').next().map(str::to_owned))
             .filter(|n| !n.is_empty())
-            .unwrap_or("archive")
-            .to_owned();
+            .unwrap_or_else(|| "archive".to_owned());
         let local = if a.url.starts_with("https://") || a.url.starts_with("http://") {
             let dest = download.join(format!("{i}-{file_name}"));
             archive::download(&a.url, &dest, req.progress.as_ref())?;
