@@ -415,7 +415,13 @@ fn toolchain_from_pinned_wheels_is_laid_out_fixed_up_and_reused() {
     );
     let entries = std::fs::read_dir(cache.join("toolchains"))
         .unwrap()
-        .filter(|e| !e.as_ref().unwrap().file_name().to_string_lossy().ends_with(".lock"))
+        .filter(|e| {
+            !e.as_ref()
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .ends_with(".lock")
+        })
         .count();
     assert_eq!(entries, 1, "only the first, complete toolchain");
 }
