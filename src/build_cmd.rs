@@ -268,18 +268,6 @@ fn expand(value: &str, cuda_path: Option<&Path>, launcher: Option<&Path>) -> Str
         .to_owned()
 }
 
-/// Whether the interpreter is a free-threaded build (`Py_GIL_DISABLED`), as `3.14t` cells need.
-fn free_threaded(python: &Path) -> bool {
-    std::process::Command::new(python)
-        .env_clear()
-        .args([
-            "-c",
-            "import sysconfig; print(sysconfig.get_config_var('Py_GIL_DISABLED') or 0)",
-        ])
-        .output()
-        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "1")
-}
-
 /// The pull request number for the artifact name: the scope flags, or in GitHub Actions the
 /// event payload, even when the build uses no cache (and so no scope flags).
 fn pull_request(args: &BuildArgs) -> Option<u64> {
@@ -318,11 +306,13 @@ fn commit_sha(args: &BuildArgs, source: &Path) -> Option<String> {
         .then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned())
 }
 
+/// A wheel from an earlier build with the same cell and inputs digest: its path, bytes (already
+/// checked against the record) and record.
 fn find_reusable(
     dir: &Path,
     cell: &str,
     digest: &str,
-) -> anyhow::Result<Option<(PathBuf, CellRecord)>> {
+) -> anyhow::Result<Option<(PathBuf, Vec<u8>, CellRecord)>> {
     let entries =
         std::fs::read_dir(dir).with_context(|| format!("reading --reuse-from {dir:?}"))?;
     for e in entries.flatten() {
@@ -349,14 +339,15 @@ fn find_reusable(
             continue;
         }
         let wheel = dir.join(&record.wheel);
-        let actual = std::fs::read(&wheel)
-            .ok()
-            .map(|b| vouch_core::Sha256Digest::of(&b));
-        if actual.map(|d| d.to_string()) != Some(record.sha256.clone()) {
-            tracing::warn!(wheel = %wheel.display(), "recorded wheel missing or changed; not reused");
+        let Ok(bytes) = std::fs::read(&wheel) else {
+            tracing::warn!(wheel = %wheel.display(), "recorded wheel missing; not reused");
+            continue;
+        };
+        if vouch_core::Sha256Digest::of(&bytes).to_string() != record.sha256 {
+            tracing::warn!(wheel = %wheel.display(), "recorded wheel changed; not reused");
             continue;
         }
-        return Ok(Some((wheel, record)));
+        return Ok(Some((wheel, bytes, record)));
     }
     Ok(None)
 }
@@ -393,7 +384,7 @@ fn build_cell(args: BuildArgs) -> anyhow::Result<ExitCode> {
     };
     let python = vouch_build::Python::find(args.env.python.as_deref())?;
     let want = cell.python.trim_end_matches('t');
-    let free_threaded = free_threaded(&python.executable);
+    let free_threaded = python.free_threaded;
     if !python.version.starts_with(&format!("{want}."))
         || cell.python.ends_with('t') != free_threaded
     {
@@ -442,7 +433,8 @@ fn build_cell(args: BuildArgs) -> anyhow::Result<ExitCode> {
     };
 
     if let Some(dir) = &args.reuse_from
-        && let Some((wheel, mut record)) = find_reusable(dir, &cell.id, &inputs.digest.to_string())?
+        && let Some((wheel, bytes, mut record)) =
+            find_reusable(dir, &cell.id, &inputs.digest.to_string())?
     {
         let dest = args.out.join(&record.wheel);
         let same_file = match (std::fs::canonicalize(&wheel), std::fs::canonicalize(&dest)) {
@@ -450,11 +442,7 @@ fn build_cell(args: BuildArgs) -> anyhow::Result<ExitCode> {
             _ => false,
         };
         if !same_file {
-            // Through a temporary file, checked, then renamed: never a partial wheel in --out.
-            let bytes = std::fs::read(&wheel).with_context(|| format!("reading {wheel:?}"))?;
-            if vouch_core::Sha256Digest::of(&bytes).to_string() != record.sha256 {
-                anyhow::bail!("{wheel:?} changed while it was being reused");
-            }
+            // The bytes already checked, through a temporary file: never a partial wheel in --out.
             write_atomically(&dest, &bytes)?;
         }
         record.reused_from = Some(dir.display().to_string());

@@ -124,14 +124,7 @@ fn cupy_shaped_cell_builds_reproducibly_with_cache_template_and_record() {
 
     // The wheel works: install it and call into the nvcc-built object.
     let venv = dir.path().join("venv");
-    assert!(
-        std::process::Command::new("python3")
-            .args(["-m", "venv"])
-            .arg(&venv)
-            .status()
-            .unwrap()
-            .success()
-    );
+    make_venv(&venv);
     let pip = run(std::process::Command::new(venv.join("bin/pip"))
         .args(["install", "-q", "--no-index", "--no-deps"])
         .arg(dir.path().join("warm").join(wheel)));
@@ -296,14 +289,7 @@ fn toolchain_from_pinned_wheels_is_laid_out_fixed_up_and_reused() {
     // pip runs in a venv whose startup hook records its argv and the environment it was given.
     let seen_env = dir.path().join("pip-env.txt");
     let venv = dir.path().join("pip-venv");
-    assert!(
-        std::process::Command::new("python3")
-            .args(["-m", "venv"])
-            .arg(&venv)
-            .status()
-            .unwrap()
-            .success()
-    );
+    make_venv(&venv);
     let site = std::fs::read_dir(venv.join("lib"))
         .unwrap()
         .next()

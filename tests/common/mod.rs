@@ -193,14 +193,19 @@ pub fn test_venv() -> &'static Path {
         let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
             .join(format!("test-venv-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
-        let st = Command::new("python3")
-            .args(["-m", "venv"])
-            .arg(&dir)
-            .status()
-            .unwrap();
-        assert!(st.success(), "python3 -m venv failed");
+        make_venv(&dir);
         dir
     })
+}
+
+/// A fresh `python3 -m venv` at `dir`.
+pub fn make_venv(dir: &Path) {
+    let st = Command::new("python3")
+        .args(["-m", "venv"])
+        .arg(dir)
+        .status()
+        .unwrap();
+    assert!(st.success(), "python3 -m venv {dir:?} failed");
 }
 
 pub fn venv_python() -> PathBuf {

@@ -23,6 +23,8 @@ pub struct Python {
     pub executable: PathBuf,
     /// e.g. `3.11.7`.
     pub version: String,
+    /// A free-threaded build (`Py_GIL_DISABLED`), as `3.14t` needs.
+    pub free_threaded: bool,
 }
 
 impl Python {
@@ -35,14 +37,15 @@ impl Python {
         let mut cmd = scrubbed_command(&candidate);
         cmd.args([
             "-c",
-            "import sys, platform; print(sys.executable); print(platform.python_version())",
+            "import sys, platform, sysconfig; print(sys.executable); print(platform.python_version()); print(sysconfig.get_config_var('Py_GIL_DISABLED') or 0)",
         ]);
         let out = run_logged(cmd, &format!("{}", candidate.display()))?;
         let mut lines = out.lines();
-        match (lines.next(), lines.next()) {
-            (Some(exe), Some(ver)) if !exe.is_empty() => Ok(Python {
+        match (lines.next(), lines.next(), lines.next()) {
+            (Some(exe), Some(ver), gil) if !exe.is_empty() => Ok(Python {
                 executable: exe.into(),
                 version: ver.trim().into(),
+                free_threaded: gil.is_some_and(|g| g.trim() == "1"),
             }),
             _ => Err(BuildError::NoPython(format!(
                 "{} did not report sys.executable",

@@ -38,6 +38,15 @@ fn glob_match(pattern: &str, path: &str) -> bool {
     go(pattern.as_bytes(), path.as_bytes())
 }
 
+/// Hex sha256 of a file the profile names.
+fn hash_file(path: &Path) -> Result<String, ProfileError> {
+    let data = std::fs::read(path).map_err(|source| ProfileError::Source {
+        path: path.to_owned(),
+        source,
+    })?;
+    Ok(hex::encode(Sha256::digest(&data)))
+}
+
 pub fn inputs_digest(
     profile: &Profile,
     cell: &Cell,
@@ -90,14 +99,9 @@ pub fn inputs_digest(
     // The toolchain by content (pins and hashes), not by where it is unpacked.
     if let Some(tc) = profile.toolchain(cell) {
         if let Some(req) = &tc.wheels {
-            let path = profile.resolve(req);
-            let data = std::fs::read(&path).map_err(|source| ProfileError::Source {
-                path: path.clone(),
-                source,
-            })?;
             explain.push(format!(
                 "toolchain wheels {} root {}",
-                hex::encode(Sha256::digest(&data)),
+                hash_file(&profile.resolve(req))?,
                 tc.root.as_deref().unwrap_or("")
             ));
         }
@@ -121,14 +125,9 @@ pub fn inputs_digest(
             explain.push(format!("template project.{k}={v}"));
         }
         for (dest, from) in &t.files {
-            let path = profile.resolve(from);
-            let data = std::fs::read(&path).map_err(|source| ProfileError::Source {
-                path: path.clone(),
-                source,
-            })?;
             explain.push(format!(
                 "template file {dest} {}",
-                hex::encode(Sha256::digest(&data))
+                hash_file(&profile.resolve(from))?
             ));
         }
     }
