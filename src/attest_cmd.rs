@@ -1,7 +1,6 @@
 //! `vouch attest` and `vouch keygen`.
 
 use std::collections::BTreeMap;
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -119,20 +118,10 @@ pub fn hash_file(path: &Path) -> anyhow::Result<vouch_core::Sha256Digest> {
     Ok(hasher.finish())
 }
 
-/// Writes `data` to `path` through a temp file in the same directory.
+/// Writes a release file (0644) atomically through `vouch_fs`, the one output helper.
 pub fn write_atomically(path: &Path, data: &[u8]) -> anyhow::Result<()> {
-    let dir = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir).with_context(|| format!("creating {dir:?}"))?;
-    let mut tmp =
-        tempfile::NamedTempFile::new_in(dir).with_context(|| format!("writing in {dir:?}"))?;
-    tmp.write_all(data)
-        .with_context(|| format!("writing {path:?}"))?;
-    tmp.persist(path)
-        .with_context(|| format!("writing {path:?}"))?;
-    Ok(())
+    vouch_fs::write_atomically(path, data, vouch_fs::Mode::Public)
+        .with_context(|| format!("writing {path:?}"))
 }
 
 pub fn run(args: AttestArgs) -> anyhow::Result<ExitCode> {
@@ -220,13 +209,9 @@ pub fn keygen(args: KeygenArgs) -> anyhow::Result<ExitCode> {
     let (private, public) = vouch_attest::generate_key()?;
     let pub_path = PathBuf::from(format!("{}.pub", args.out.display()));
     write_atomically(&pub_path, public.as_bytes())?;
-    write_atomically(&args.out, private.as_bytes())?;
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt as _;
-        std::fs::set_permissions(&args.out, std::fs::Permissions::from_mode(0o600))
-            .with_context(|| format!("chmod {:?}", args.out))?;
-    }
+    // Created 0600 from the start: never a moment when the key is readable by others.
+    vouch_fs::write_atomically(&args.out, private.as_bytes(), vouch_fs::Mode::Private)
+        .with_context(|| format!("writing {:?}", args.out))?;
     output::data(format!(
         "private key: {}\npublic key:  {}",
         args.out.display(),

@@ -352,18 +352,6 @@ fn find_reusable(
     Ok(None)
 }
 
-fn write_atomically(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let mut builder = tempfile::Builder::new();
-    #[cfg(unix)]
-    builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o644));
-    let mut tmp = builder.tempfile_in(dir)?;
-    std::io::Write::write_all(&mut tmp, bytes)?;
-    tmp.persist(path)
-        .with_context(|| format!("writing {path:?}"))?;
-    Ok(())
-}
-
 fn build_cell(args: BuildArgs) -> anyhow::Result<ExitCode> {
     let started = Instant::now();
     let cell_id = args.cell.clone().expect("checked by the caller");
@@ -443,7 +431,7 @@ fn build_cell(args: BuildArgs) -> anyhow::Result<ExitCode> {
         };
         if !same_file {
             // The bytes already checked, through a temporary file: never a partial wheel in --out.
-            write_atomically(&dest, &bytes)?;
+            crate::attest_cmd::write_atomically(&dest, &bytes)?;
         }
         record.reused_from = Some(dir.display().to_string());
         // The earlier record's name carries its own commit; this build's is ours (or none).
@@ -452,7 +440,7 @@ fn build_cell(args: BuildArgs) -> anyhow::Result<ExitCode> {
             total: started.elapsed().as_secs_f64(),
             ..Durations::default()
         };
-        write_atomically(
+        crate::attest_cmd::write_atomically(
             &args.out.join(format!("{}.build.json", record.wheel)),
             &serde_json::to_vec_pretty(&record)?,
         )?;
@@ -571,7 +559,7 @@ fn build_cell(args: BuildArgs) -> anyhow::Result<ExitCode> {
         },
         reused_from: None,
     };
-    write_atomically(
+    crate::attest_cmd::write_atomically(
         &args.out.join(format!("{wheel_name}.build.json")),
         &serde_json::to_vec_pretty(&record)?,
     )?;

@@ -24,7 +24,6 @@ pub mod pins;
 mod render;
 
 use std::collections::BTreeSet;
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
@@ -406,9 +405,8 @@ pub fn write_files(dir: &Path, files: &[GeneratedFile]) -> Result<(), Error> {
             path: path.clone(),
             source,
         };
-        let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(write_err)?;
-        tmp.write_all(f.contents.as_bytes()).map_err(write_err)?;
-        tmp.persist(&path).map_err(|e| write_err(e.error))?;
+        vouch_fs::write_atomically(&path, f.contents.as_bytes(), vouch_fs::Mode::Public)
+            .map_err(write_err)?;
     }
     Ok(())
 }

@@ -1,0 +1,127 @@
+//! The one way vouch writes an output file.
+//!
+//! Every file vouch hands to a user (a wheel, a bundle, a key, a record, a URL file) appears
+//! whole or not at all, through a temp file that is created exclusively (`O_EXCL`, random name)
+//! in the destination's own directory and then renamed over the destination. A predictable
+//! `.name.partial` path would let another local user plant a symlink there and have vouch
+//! write through it; an exclusive create refuses to follow anything already at the path.
+
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+/// Who may read the file that appears.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// 0644: a release file (wheel, bundle, record, public key) anyone may read.
+    Public,
+    /// 0600: a secret (a private key) only its owner may read.
+    Private,
+}
+
+impl Mode {
+    #[cfg(unix)]
+    fn bits(self) -> u32 {
+        match self {
+            Mode::Public => 0o644,
+            Mode::Private => 0o600,
+        }
+    }
+}
+
+/// The directory a path's file lives in (`.` for a bare file name).
+pub fn parent_dir(path: &Path) -> PathBuf {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_owned(),
+        _ => PathBuf::from("."),
+    }
+}
+
+/// An output file being written; nothing is at `dest` until [`Output::commit`].
+pub struct Output {
+    tmp: tempfile::NamedTempFile,
+    dest: PathBuf,
+}
+
+impl Output {
+    /// Starts writing `dest`, creating its directory if needed.
+    pub fn create(dest: &Path, mode: Mode) -> io::Result<Output> {
+        let dir = parent_dir(dest);
+        std::fs::create_dir_all(&dir)?;
+        let mut builder = tempfile::Builder::new();
+        builder.prefix(".vouch-").suffix(".tmp");
+        #[cfg(unix)]
+        builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(mode.bits()));
+        #[cfg(not(unix))]
+        let _ = mode;
+        Ok(Output {
+            tmp: builder.tempfile_in(&dir)?,
+            dest: dest.to_owned(),
+        })
+    }
+
+    /// Flushes to disk and renames into place. A failure leaves `dest` as it was.
+    pub fn commit(mut self) -> io::Result<PathBuf> {
+        self.tmp.as_file_mut().sync_all()?;
+        self.tmp.persist(&self.dest).map_err(|e| e.error)?;
+        Ok(self.dest)
+    }
+}
+
+impl Write for Output {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.tmp.write(buf)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        self.tmp.flush()
+    }
+}
+
+/// Writes `data` to `dest` atomically with the given mode.
+pub fn write_atomically(dest: &Path, data: &[u8], mode: Mode) -> io::Result<()> {
+    let mut out = Output::create(dest, mode)?;
+    out.write_all(data)?;
+    out.commit().map(drop)
+}
+
+/// Copies `from` to `dest` atomically (never a partial `dest`).
+pub fn copy_atomically(from: &Path, dest: &Path, mode: Mode) -> io::Result<()> {
+    let mut src = std::fs::File::open(from)?;
+    let mut out = Output::create(dest, mode)?;
+    io::copy(&mut src, &mut out)?;
+    out.commit().map(drop)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn never_follows_a_planted_link_and_sets_the_mode() {
+        let dir = tempfile::tempdir().unwrap();
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, b"keep").unwrap();
+        // Whatever name an attacker guesses, the helper's temp name is random and created
+        // with O_EXCL; the destination itself is replaced by rename, not written through.
+        #[cfg(unix)]
+        std::os::unix::fs::symlink(&victim, dir.path().join("out.whl")).unwrap();
+        write_atomically(&dir.path().join("out.whl"), b"new", Mode::Public).unwrap();
+        assert_eq!(std::fs::read(&victim).unwrap(), b"keep");
+        assert_eq!(std::fs::read(dir.path().join("out.whl")).unwrap(), b"new");
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let meta = std::fs::symlink_metadata(dir.path().join("out.whl")).unwrap();
+            assert!(meta.is_file());
+            assert_eq!(meta.permissions().mode() & 0o777, 0o644);
+            write_atomically(&dir.path().join("k.pem"), b"s", Mode::Private).unwrap();
+            let m = std::fs::metadata(dir.path().join("k.pem")).unwrap();
+            assert_eq!(m.permissions().mode() & 0o777, 0o600);
+        }
+        let leftovers: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .filter(|e| e.file_name().to_string_lossy().ends_with(".tmp"))
+            .collect();
+        assert!(leftovers.is_empty());
+    }
+}
