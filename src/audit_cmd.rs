@@ -182,6 +182,8 @@ pub fn rebuild(args: RebuildArgs) -> anyhow::Result<ExitCode> {
     let mut options =
         crate::cli::build_options(&args.source, &scratch.path().join("out"), epoch, &args.env);
     options.work_dir = Some(scratch.path().join("work"));
+    // Someone else's release runs its own build code: never next to a trusted build's tools.
+    options.trust = vouch_build::TrustLevel::Untrusted;
     output::note(format!("rebuilding {name} from {}", args.source.display()));
     let built = vouch_build::build_wheel(&options).context("rebuilding")?;
     let reproduced = built.sha256 == digest;

@@ -91,7 +91,8 @@ pub fn toolchain(cmd: ToolchainCommand) -> anyhow::Result<ExitCode> {
     let ToolchainCommand::Install(args) = cmd;
     let profile = Profile::load(&args.profile)?;
     let cell = profile.find_cell(&args.cell)?;
-    let cache_dir = default_cache_dir(args.env.cache_dir.clone());
+    let cache_dir =
+        crate::cli::trust_level(None).root(&default_cache_dir(args.env.cache_dir.clone()));
     let Some(installed) = install_toolchain(&profile, &cell, &cache_dir, &args.env)? else {
         anyhow::bail!(crate::verify_cmd::UsageError(format!(
             "profile {:?} declares no toolchain for {} on {} (flavors.{}.toolchain.{})",
@@ -155,6 +156,7 @@ pub fn build(args: BuildArgs) -> anyhow::Result<ExitCode> {
         args.epoch.source_date_epoch,
         &args.env,
     );
+    options.trust = crate::cli::trust_level(args.cache.scope.event.as_deref());
     output::note(format!("building {}", args.source.display()));
     let cache = start_cache(&args, &mut options)?;
     let spinner = output::spinner(format!("building {}", args.source.display()));
@@ -452,8 +454,9 @@ fn build_cell(args: BuildArgs) -> anyhow::Result<ExitCode> {
         return emit(&args, &record, &dest);
     }
 
+    let trust = crate::cli::trust_level(args.cache.scope.event.as_deref());
     let toolchain_started = Instant::now();
-    let installed = install_toolchain(&profile, &cell, &cache_dir, &args.env)?;
+    let installed = install_toolchain(&profile, &cell, &trust.root(&cache_dir), &args.env)?;
     let toolchain_seconds = toolchain_started.elapsed().as_secs_f64();
 
     let mut options = build_options(
@@ -462,6 +465,7 @@ fn build_cell(args: BuildArgs) -> anyhow::Result<ExitCode> {
         args.epoch.source_date_epoch.or(sdist_epoch),
         &args.env,
     );
+    options.trust = trust;
     let cache = start_cache(&args, &mut options)?;
     let cuda_path = installed.as_ref().map(|i| i.cuda_path.clone());
     let mut cell_env = std::collections::BTreeMap::new();

@@ -218,11 +218,32 @@ pub enum NameCommand {
     },
 }
 
+/// The cache directory, absolute: a relative `--cache-dir`/`VOUCH_CACHE_DIR` is taken
+/// against the current directory once, here, so every path derived from it (the work
+/// directory, toolkit paths in prefix maps) means the same place.
 pub fn default_cache_dir(explicit: Option<PathBuf>) -> PathBuf {
-    explicit
+    let dir = explicit
         .or_else(|| std::env::var_os("XDG_CACHE_HOME").map(|d| PathBuf::from(d).join("vouch")))
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache").join("vouch")))
-        .unwrap_or_else(|| std::env::temp_dir().join("vouch-cache"))
+        .unwrap_or_else(|| std::env::temp_dir().join("vouch-cache"));
+    std::path::absolute(&dir).unwrap_or(dir)
+}
+
+/// The trust a build runs with, which picks the cache root its venv and toolkit come from.
+/// In GitHub Actions only the event GitHub reports counts (a flag cannot raise it); elsewhere
+/// `--event push` does. Everything else (pull requests, local builds, rebuilds) is untrusted.
+pub fn trust_level(event: Option<&str>) -> vouch_build::TrustLevel {
+    let in_actions = std::env::var("GITHUB_ACTIONS").is_ok_and(|v| v == "true");
+    let event = if in_actions {
+        std::env::var("GITHUB_EVENT_NAME").ok()
+    } else {
+        event.map(str::to_owned)
+    };
+    if event.as_deref() == Some("push") {
+        vouch_build::TrustLevel::Trusted
+    } else {
+        vouch_build::TrustLevel::Untrusted
+    }
 }
 
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
@@ -262,11 +283,15 @@ pub fn build_options(
         cache_dir: default_cache_dir(env.cache_dir.clone()),
         env: Vec::new(),
         launcher: None,
-        work_dir: env.work_dir.clone(),
+        work_dir: env
+            .work_dir
+            .clone()
+            .map(|w| std::path::absolute(&w).unwrap_or(w)),
         path_prepend: Vec::new(),
         prefix_maps: Vec::new(),
         patch: None,
         repair: None,
+        trust: trust_level(None),
     }
 }
 

@@ -82,7 +82,10 @@ pub fn code_for(err: &anyhow::Error) -> ExitCode {
                 | BuildError::Epoch(_)
                 | BuildError::Sdist { .. }
                 | BuildError::Template(_) => INVALID_INPUT,
-                BuildError::NoPython(_) | BuildError::Spawn { .. } => ENVIRONMENT,
+                BuildError::NoPython(_) | BuildError::Spawn { .. } | BuildError::Sealed(_) => {
+                    ENVIRONMENT
+                }
+                BuildError::WorkDir { .. } => 2,
                 BuildError::Failed { .. } | BuildError::WheelCount { .. } => BUILD_FAILED,
             });
         }
@@ -95,7 +98,7 @@ pub fn code_for(err: &anyhow::Error) -> ExitCode {
         if let Some(e) = cause.downcast_ref::<vouch_toolchain::ToolchainError>() {
             use vouch_toolchain::ToolchainError as T;
             return ExitCode::from(match e {
-                T::Io { .. } => IO,
+                T::Io { .. } | T::Seal(_) => IO,
                 T::Digest { .. } => verify_code(vouch_verify::ErrorKind::Digest),
                 T::Download { .. } | T::Command { .. } => crate::fetch_cmd::DOWNLOAD,
                 T::Spawn { .. } | T::Stub { .. } => ENVIRONMENT,

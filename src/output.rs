@@ -18,8 +18,13 @@ pub fn init_tracing(verbose: u8, quiet: bool) {
     QUIET.store(quiet, Ordering::Relaxed);
     let filter = tracing_subscriber::EnvFilter::try_from_env("VOUCH_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    // Colour only for a person at a terminal: escape codes in a CI log or a file are noise,
+    // and NO_COLOR (no-color.org) turns them off anywhere.
+    let colour = std::io::IsTerminal::is_terminal(&std::io::stderr())
+        && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
     tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(colour)
         .with_writer(std::io::stderr)
         .without_time()
         .with_target(false)

@@ -231,7 +231,7 @@ fn toolchain_archive_with_wrong_sha256_is_refused_and_nothing_is_installed() {
     );
     assert!(r.stderr.contains("expected 0000000000"), "{}", r.stderr);
     // Only the per-key lock file may be left: no tree, no staging directory.
-    let left: Vec<_> = std::fs::read_dir(cache.join("toolchains"))
+    let left: Vec<_> = std::fs::read_dir(cache.join("untrusted/toolchains"))
         .unwrap()
         .map(|e| e.unwrap().file_name())
         .filter(|n| !n.to_string_lossy().ends_with(".lock"))
@@ -399,7 +399,7 @@ fn toolchain_from_pinned_wheels_is_laid_out_fixed_up_and_reused() {
         "{}",
         r.stderr
     );
-    let entries = std::fs::read_dir(cache.join("toolchains"))
+    let entries = std::fs::read_dir(cache.join("untrusted/toolchains"))
         .unwrap()
         .filter(|e| {
             !e.as_ref()
@@ -574,4 +574,102 @@ fn cuda_path_without_a_toolchain_is_refused_by_name() {
         r.stderr
     );
     assert!(!dir.path().join("out").join("x").exists());
+}
+
+/// Issue 12, item 2: a toolkit rewritten in place, even at the same size and with its mtime
+/// put back, is never run by the next build: its seal check fails and it is installed again.
+#[test]
+fn issue12_toolchain_rewritten_in_place_is_reinstalled_not_reused() {
+    let dir = tempdir();
+    copy_dir(&fixture(), dir.path());
+    let profile = dir.path().join("vouch.toml");
+    let cache = dir.path().join("cache");
+    let install = || {
+        run(vouch()
+            .args([
+                "toolchain",
+                "install",
+                "--json",
+                "--cell",
+                &cell(),
+                "--profile",
+            ])
+            .arg(&profile)
+            .arg("--cache-dir")
+            .arg(&cache))
+    };
+    let first = install();
+    assert_eq!(first.code, 0, "{}", first.stderr);
+    let first = first.json();
+    assert_eq!(first["reused"], false);
+    let cuda = PathBuf::from(first["cuda_path"].as_str().unwrap());
+    let nvcc = cuda.join("bin/nvcc");
+    let original = std::fs::read(&nvcc).unwrap();
+    use std::os::unix::fs::PermissionsExt as _;
+    assert_eq!(
+        std::fs::metadata(&nvcc).unwrap().permissions().mode() & 0o222,
+        0,
+        "the sealed tree is read-only"
+    );
+
+    let second = install();
+    assert_eq!(second.code, 0, "{}", second.stderr);
+    assert_eq!(second.json()["reused"], true, "an untouched tree is reused");
+
+    // The trojan: same length, mtime restored.
+    let mut evil = b"#!/bin/sh\necho pwned".to_vec();
+    evil.resize(original.len(), b' ');
+    let mtime = std::fs::metadata(&nvcc).unwrap().modified().unwrap();
+    std::fs::set_permissions(&nvcc, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::write(&nvcc, &evil).unwrap();
+    std::fs::File::options()
+        .write(true)
+        .open(&nvcc)
+        .unwrap()
+        .set_modified(mtime)
+        .unwrap();
+    std::fs::set_permissions(&nvcc, std::fs::Permissions::from_mode(0o555)).unwrap();
+
+    let third = install();
+    assert_eq!(third.code, 0, "{}", third.stderr);
+    assert!(
+        third.stderr.contains("failed its seal check"),
+        "{}",
+        third.stderr
+    );
+    assert_eq!(
+        third.json()["reused"],
+        false,
+        "the trojaned tree is not reused"
+    );
+    assert_eq!(std::fs::read(&nvcc).unwrap(), original);
+
+    // An untrusted build never reads the trusted root: a push build in Actions has its own.
+    let trusted = run(vouch()
+        .args([
+            "toolchain",
+            "install",
+            "--json",
+            "--cell",
+            &cell(),
+            "--profile",
+        ])
+        .arg(&profile)
+        .arg("--cache-dir")
+        .arg(&cache)
+        .env("GITHUB_ACTIONS", "true")
+        .env("GITHUB_EVENT_NAME", "push"));
+    assert_eq!(trusted.code, 0, "{}", trusted.stderr);
+    let trusted = trusted.json();
+    assert_eq!(
+        trusted["reused"], false,
+        "nothing shared across trust levels"
+    );
+    assert!(
+        trusted["dir"]
+            .as_str()
+            .unwrap()
+            .contains("/trusted/toolchains/"),
+        "{trusted}"
+    );
 }

@@ -36,4 +36,10 @@ pub enum BuildError {
     Template(String),
     #[error(transparent)]
     Wheel(#[from] vouch_wheel::WheelError),
+    /// A sealed tree (the build venv) could not be checked, copied or recorded.
+    #[error("build venv")]
+    Sealed(#[source] vouch_fs::seal::SealError),
+    /// `--work-dir` would wipe something vouch did not make.
+    #[error("work directory {path:?}: {reason}")]
+    WorkDir { path: PathBuf, reason: String },
 }

@@ -18,7 +18,7 @@ pub use epoch::{EpochSource, parse_epoch, source_date_epoch};
 pub use error::BuildError;
 pub use pyproject::BuildSystem;
 pub use source::unpack_sdist;
-pub use venv::{BUILD_TOOL_PINS, Python, Venv};
+pub use venv::{BUILD_TOOL_PINS, Python, SealedVenv, Venv};
 
 #[derive(Clone, Debug)]
 pub struct BuildOptions {
@@ -47,6 +47,34 @@ pub struct BuildOptions {
     pub patch: Option<SourcePatch>,
     /// Runs between the PEP 517 build and normalization (e.g. `auditwheel repair`).
     pub repair: Option<Repair>,
+    /// Which cache root the build's venv (and toolkit) come from.
+    pub trust: TrustLevel,
+}
+
+/// Builds of different trust run tools from different roots of the cache directory, so an
+/// untrusted build (a pull request's code, a rebuild of someone else's release) never
+/// shares a venv or a toolkit with a trusted one (a push to a protected branch). Within a
+/// root every reuse is checked against its seal; across roots nothing is shared at all.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TrustLevel {
+    Trusted,
+    #[default]
+    Untrusted,
+}
+
+impl TrustLevel {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TrustLevel::Trusted => "trusted",
+            TrustLevel::Untrusted => "untrusted",
+        }
+    }
+
+    /// `<cache_dir>/<level>`: where this level's venvs and toolchains live.
+    pub fn root(self, cache_dir: &Path) -> PathBuf {
+        cache_dir.join(self.as_str())
+    }
 }
 
 /// Applied to the copied source before the build: `[project]` keys in `pyproject.toml` and
@@ -135,7 +163,10 @@ pub(crate) fn scrubbed_command(program: &Path) -> Command {
 
 /// Runs `cmd`, and on failure returns the tail of its output in the error.
 pub(crate) fn run_logged(mut cmd: Command, what: &str) -> Result<String, BuildError> {
-    tracing::debug!(?cmd, "running {what}");
+    tracing::debug!(
+        command = %vouch_core::redact::command_line(&cmd),
+        "running {what}"
+    );
     let out = cmd.output().map_err(|source| BuildError::Spawn {
         what: what.to_owned(),
         source,
@@ -220,7 +251,7 @@ pub fn build_wheel(options: &BuildOptions) -> Result<BuildOutput, BuildError> {
         let (root, newest) = unpack_sdist(&given, unpacked.path())?;
         (root, Some(newest))
     } else {
-        (given, None)
+        (given.clone(), None)
     };
     let build_system = BuildSystem::read(&source)?;
     let (epoch, epoch_source) = match (options.source_date_epoch, sdist_epoch) {
@@ -228,13 +259,18 @@ pub fn build_wheel(options: &BuildOptions) -> Result<BuildOutput, BuildError> {
         _ => source_date_epoch(&source, options.source_date_epoch)?,
     };
     let python = Python::find(options.python.as_deref())?;
-    let venv = Venv::ensure(&python, &build_system, &options.cache_dir)?;
+    let sealed = SealedVenv::ensure(
+        &python,
+        &build_system,
+        &options.trust.root(&options.cache_dir).join("venvs"),
+    )?;
 
     let work_root = options
         .work_dir
         .clone()
         .unwrap_or_else(|| options.cache_dir.join("work"));
-    let work = workdir::WorkDir::lock(&work_root)?;
+    let work = workdir::WorkDir::lock(&work_root, &[&given, &options.out_dir])?;
+    let venv = sealed.instantiate(&work.root().join("venv"))?;
     let tree = work.root().join("src");
     let dist = work.root().join("dist");
     source::copy_tree(&source, &tree)?;

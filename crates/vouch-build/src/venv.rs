@@ -1,8 +1,12 @@
-//! The build venv: one per (interpreter, build requirements), created once and reused.
+//! The build venv: one per (interpreter, build requirements), created once, sealed, and
+//! copied (verified) into each build's work directory, so no build can change what a later
+//! build runs.
 
 use std::path::{Path, PathBuf};
 
 use sha2::{Digest as _, Sha256};
+
+use vouch_fs::seal::{Seal, SealError};
 
 use crate::{BuildError, BuildSystem, run_logged, scrubbed_command};
 
@@ -55,6 +59,9 @@ impl Python {
     }
 }
 
+/// A build's own venv: a verified copy of the sealed venv, inside the build's work directory,
+/// gone when the build ends. Whatever the build does to it (a `.pth` dropped into
+/// site-packages, a package installed by `setup.py`) dies with it.
 #[derive(Clone, Debug)]
 pub struct Venv {
     pub root: PathBuf,
@@ -63,16 +70,58 @@ pub struct Venv {
     pub frozen: Vec<String>,
 }
 
-impl Venv {
-    /// Returns the venv for this interpreter and these requirements, creating it if needed.
-    /// Creation happens in a temporary sibling that is renamed into place, so concurrent
-    /// builds never see a half-installed venv; a venv does not care about its directory name
-    /// when used through its `bin/python`.
+/// The venv for one (interpreter, build requirements), created once, sealed
+/// ([`vouch_fs::seal`]) and never run in place: builds run copies of it.
+#[derive(Debug)]
+pub struct SealedVenv {
+    pub root: PathBuf,
+    seal: Seal,
+    frozen: Vec<String>,
+    /// Whether an existing venv was reused (after its check) or one was created.
+    pub reused: bool,
+}
+
+const FREEZE_FILE: &str = "vouch-freeze.txt";
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> BuildError + '_ {
+    move |source| BuildError::Io {
+        path: path.to_owned(),
+        source,
+    }
+}
+
+fn seal_err(e: SealError) -> BuildError {
+    BuildError::Sealed(e)
+}
+
+/// `bin` on POSIX, `Scripts` on Windows.
+fn scripts_dir(root: &Path) -> PathBuf {
+    if root.join("Scripts").is_dir() {
+        root.join("Scripts")
+    } else {
+        root.join("bin")
+    }
+}
+
+fn venv_python(root: &Path) -> PathBuf {
+    let dir = scripts_dir(root);
+    if dir.ends_with("Scripts") {
+        dir.join("python.exe")
+    } else {
+        dir.join("python")
+    }
+}
+
+impl SealedVenv {
+    /// Returns the sealed venv for this interpreter and these requirements under `venvs`,
+    /// creating it if needed. A venv whose check fails (anything added, removed or changed
+    /// since it was sealed) is moved aside and made again. Creation happens in a temporary
+    /// sibling renamed into place, so concurrent builds never see a half-installed venv.
     pub fn ensure(
         python: &Python,
         system: &BuildSystem,
-        cache_dir: &Path,
-    ) -> Result<Venv, BuildError> {
+        venvs: &Path,
+    ) -> Result<SealedVenv, BuildError> {
         let mut key = Sha256::new();
         for part in [
             python.executable.to_string_lossy().as_ref(),
@@ -86,43 +135,58 @@ impl Venv {
             key.update([0]);
         }
         let key = hex_prefix(&key.finalize());
-        let venvs = cache_dir.join("venvs");
         let root = venvs.join(format!("py{}-{key}", python.version));
-        let venv_python = root.join("bin").join("python");
-        let freeze_file = root.join("vouch-freeze.txt");
-        if let Ok(text) = std::fs::read_to_string(&freeze_file) {
-            tracing::debug!(venv = %root.display(), "reusing build venv");
-            return Ok(Venv {
-                python: venv_python,
-                frozen: text.lines().map(str::to_owned).collect(),
-                root,
-            });
+        let seal_path = venvs.join(format!("py{}-{key}.seal.json", python.version));
+        std::fs::create_dir_all(venvs).map_err(io(venvs))?;
+
+        if root.exists() {
+            let started = std::time::Instant::now();
+            match Seal::read(&seal_path)
+                .and_then(|seal| seal.check(&root, false).map(|c| (seal, c)))
+            {
+                Ok((seal, checked)) => {
+                    let frozen = std::fs::read_to_string(root.join(FREEZE_FILE))
+                        .map_err(io(&root))?
+                        .lines()
+                        .map(str::to_owned)
+                        .collect();
+                    tracing::debug!(
+                        venv = %root.display(),
+                        files = checked.files,
+                        by_identity = checked.by_identity,
+                        hashed = checked.hashed,
+                        seconds = started.elapsed().as_secs_f64(),
+                        "reusing the sealed build venv"
+                    );
+                    return Ok(SealedVenv {
+                        root,
+                        seal,
+                        frozen,
+                        reused: true,
+                    });
+                }
+                Err(e) => {
+                    tracing::warn!(venv = %root.display(), error = %e, "build venv failed its check; making it again");
+                    let aside = venvs.join(format!(".tampered-{key}-{}", std::process::id()));
+                    std::fs::rename(&root, &aside).map_err(io(&root))?;
+                    vouch_fs::seal::remove_tree(&aside).map_err(seal_err)?;
+                }
+            }
         }
 
-        std::fs::create_dir_all(&venvs).map_err(|e| BuildError::Io {
-            path: venvs.clone(),
-            source: e,
-        })?;
         let staging = tempfile::Builder::new()
             .prefix(".staging-")
-            .tempdir_in(&venvs)
-            .map_err(|e| BuildError::Io {
-                path: venvs.clone(),
-                source: e,
-            })?;
+            .tempdir_in(venvs)
+            .map_err(io(venvs))?;
         tracing::info!(venv = %root.display(), "creating build venv");
         let mut cmd = scrubbed_command(&python.executable);
         cmd.args(["-m", "venv"]).arg(staging.path());
         run_logged(cmd, "python -m venv")?;
 
-        let staged_python = staging.path().join("bin").join("python");
+        let staged_python = venv_python(staging.path());
         let constraints = staging.path().join("vouch-constraints.txt");
-        std::fs::write(&constraints, BUILD_TOOL_PINS.join("\n") + "\n").map_err(|e| {
-            BuildError::Io {
-                path: constraints.clone(),
-                source: e,
-            }
-        })?;
+        std::fs::write(&constraints, BUILD_TOOL_PINS.join("\n") + "\n")
+            .map_err(io(&constraints))?;
         let mut cmd = scrubbed_command(&staged_python);
         cmd.args(["-m", "pip", "install", "--quiet", "-c"])
             .arg(&constraints)
@@ -136,27 +200,66 @@ impl Venv {
             .lines()
             .map(str::to_owned)
             .collect();
-        let staged_freeze = staging.path().join("vouch-freeze.txt");
-        std::fs::write(&staged_freeze, frozen.join("\n") + "\n").map_err(|e| BuildError::Io {
-            path: staged_freeze,
-            source: e,
-        })?;
+        let staged_freeze = staging.path().join(FREEZE_FILE);
+        std::fs::write(&staged_freeze, frozen.join("\n") + "\n").map_err(io(&staged_freeze))?;
 
         let staged = staging.keep();
         if let Err(e) = std::fs::rename(&staged, &root) {
-            // Another build won the race; use its venv and discard ours.
+            // Another build won the race; use its venv (checked below) and discard ours.
             let _ = std::fs::remove_dir_all(&staged);
-            if !freeze_file.is_file() {
-                return Err(BuildError::Io {
-                    path: root,
-                    source: e,
-                });
+            if !root.is_dir() {
+                return Err(io(&root)(e));
             }
+            let seal = Seal::read(&seal_path).map_err(seal_err)?;
+            seal.check(&root, false).map_err(seal_err)?;
+            return Ok(SealedVenv {
+                root,
+                seal,
+                frozen,
+                reused: true,
+            });
         }
-        Ok(Venv {
-            python: venv_python,
-            frozen,
+        let seal = Seal::seal(&root).map_err(seal_err)?;
+        seal.write(&seal_path).map_err(seal_err)?;
+        Ok(SealedVenv {
             root,
+            seal,
+            frozen,
+            reused: false,
+        })
+    }
+
+    /// Copies the venv to `dest` for one build, checking every byte against the seal, and
+    /// points its scripts' `#!` lines at the copy.
+    pub fn instantiate(&self, dest: &Path) -> Result<Venv, BuildError> {
+        let started = std::time::Instant::now();
+        let from = format!("#!{}", venv_python(&self.root).display());
+        let to = format!("#!{}", venv_python(dest).display());
+        let checked = self
+            .seal
+            .copy_to(&self.root, dest, &|rel, bytes| {
+                if (rel.starts_with("bin/") || rel.starts_with("Scripts/"))
+                    && bytes.starts_with(from.as_bytes())
+                {
+                    let mut out = to.clone().into_bytes();
+                    out.extend_from_slice(&bytes[from.len()..]);
+                    out
+                } else {
+                    bytes
+                }
+            })
+            .map_err(seal_err)?;
+        tracing::debug!(
+            venv = %dest.display(),
+            files = checked.files,
+            bytes = checked.bytes_hashed,
+            seconds = started.elapsed().as_secs_f64(),
+            "copied the build venv for this build"
+        );
+        Ok(Venv {
+            python: venv_python(dest),
+            root: dest.to_owned(),
+            frozen: self.frozen.clone(),
         })
     }
 }

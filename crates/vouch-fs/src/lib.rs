@@ -5,6 +5,10 @@
 //! in the destination's own directory and then renamed over the destination. A predictable
 //! `.name.partial` path would let another local user plant a symlink there and have vouch
 //! write through it; an exclusive create refuses to follow anything already at the path.
+//!
+//! [`seal`] is the other rule: a tree a later build will run is checked before it is reused.
+
+pub mod seal;
 
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};

@@ -169,21 +169,24 @@ pub fn download(
         .timeout(std::time::Duration::from_secs(1800))
         .build()
         .map_err(|source| ToolchainError::Download {
-            url: url.to_owned(),
-            source,
+            url: vouch_core::redact::redact_userinfo(url),
+            source: source.without_url(),
         })?;
-    tracing::info!(url, "downloading toolkit archive");
+    tracing::info!(
+        url = %vouch_core::redact::redact_userinfo(url),
+        "downloading toolkit archive"
+    );
     let mut resp = client
         .get(url)
         .send()
         .and_then(|r| r.error_for_status())
         .map_err(|source| ToolchainError::Download {
-            url: url.to_owned(),
-            source,
+            url: vouch_core::redact::redact_userinfo(url),
+            source: source.without_url(),
         })?;
     if resp.url().scheme() != "https" && !loopback(resp.url()) {
         return Err(ToolchainError::Transfer {
-            url: url.to_owned(),
+            url: vouch_core::redact::redact_userinfo(url),
             message: "served over plain http (https is required off loopback)".to_owned(),
         });
     }
@@ -193,7 +196,7 @@ pub fn download(
     let mut done = 0u64;
     loop {
         let n = resp.read(&mut buf).map_err(|e| ToolchainError::Transfer {
-            url: url.to_owned(),
+            url: vouch_core::redact::redact_userinfo(url),
             message: format!("interrupted after {done} bytes: {e}"),
         })?;
         if n == 0 {
@@ -210,7 +213,7 @@ pub fn download(
         && expected != done
     {
         return Err(ToolchainError::Transfer {
-            url: url.to_owned(),
+            url: vouch_core::redact::redact_userinfo(url),
             message: format!("truncated: got {done} of {expected} bytes"),
         });
     }

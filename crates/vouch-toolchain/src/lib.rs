@@ -9,8 +9,11 @@
 //!
 //! The tree is built in a staging directory and renamed into place only when complete, so an
 //! interrupted install never leaves a half toolkit that a later build would reuse. A manifest
-//! (`vouch-toolchain.json`) records what went in; a later install of the same pins reuses the
-//! tree after checking every recorded file is present with its recorded size.
+//! (`vouch-toolchain.json`) records what went in, and the tree is sealed
+//! ([`vouch_fs::seal`]: read-only, every file's sha256 and identity recorded in
+//! `vouch-toolchain.seal.json`). A later install of the same pins reuses the tree only after
+//! checking it against the seal: a file rewritten in place (even at the same size), added,
+//! removed or re-linked makes vouch install the toolkit again.
 
 mod archive;
 mod fixup;
@@ -21,11 +24,13 @@ use std::process::Command;
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest as _, Sha256};
+use vouch_fs::seal::Seal;
 use vouch_profile::Toolchain;
 
 pub use fixup::stub_library;
 
 const MANIFEST: &str = "vouch-toolchain.json";
+const SEAL: &str = "vouch-toolchain.seal.json";
 
 #[derive(Debug, thiserror::Error)]
 pub enum ToolchainError {
@@ -91,6 +96,8 @@ pub enum ToolchainError {
     Transfer { url: String, message: String },
     #[error("building the lib{name}.so stub failed (a C compiler is needed):\n{output_tail}")]
     Stub { name: String, output_tail: String },
+    #[error("sealing the installed toolkit")]
+    Seal(#[source] vouch_fs::seal::SealError),
 }
 
 /// `tree/<root>`, or `tree` itself when the toolkit is the whole tree.
@@ -120,8 +127,8 @@ pub struct Component {
 struct Manifest {
     key: String,
     components: Vec<Component>,
-    /// Every installed file (relative path, size), checked when the tree is reused.
-    files: Vec<(String, u64)>,
+    /// How many files the tree holds (the seal lists them).
+    files: usize,
 }
 
 /// An installed toolkit.
@@ -131,6 +138,9 @@ pub struct Installed {
     pub cuda_path: PathBuf,
     /// The cache entry (`<cache>/toolchains/<name>-<key>`).
     pub dir: PathBuf,
+    /// How the reuse check went (files trusted by identity, files hashed), when reused.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub checked: Option<vouch_fs::seal::Checked>,
     /// sha256 over the pins: the same pins give the same key wherever they are installed.
     pub key: String,
     pub components: Vec<Component>,
@@ -277,15 +287,22 @@ pub fn install(req: &Request<'_>) -> Result<Installed, ToolchainError> {
         .map_err(io(&lock_path))?;
     lock.lock().map_err(io(&lock_path))?;
 
-    if let Some(manifest) = reusable(&dir, &key)? {
-        tracing::info!(dir = %dir.display(), "reusing the installed toolchain");
+    if let Some((manifest, checked)) = reusable(&dir, &key) {
+        tracing::info!(
+            dir = %dir.display(),
+            files = checked.files,
+            hashed = checked.hashed,
+            seconds = started.elapsed().as_secs_f64(),
+            "reusing the installed toolchain after its seal check"
+        );
         let cuda_path = cuda_path_in(&dir.join("tree"), &cuda_rel);
         return Ok(Installed {
             nvcc: nvcc_version(&cuda_path),
             cuda_path,
             dir,
             key,
-            files: manifest.files.len(),
+            checked: Some(checked),
+            files: manifest.files,
             components: manifest.components,
             reused: true,
             seconds: started.elapsed().as_secs_f64(),
@@ -311,22 +328,14 @@ pub fn install(req: &Request<'_>) -> Result<Installed, ToolchainError> {
     }
     fixup::fix_tree(&cuda_path)?;
 
-    let mut files = Vec::new();
-    for e in walkdir::WalkDir::new(&tree).sort_by_file_name() {
-        let e = e.map_err(|e| ToolchainError::Io {
-            path: tree.clone(),
-            source: e.into(),
-        })?;
-        if e.file_type().is_file() {
-            let len = e.metadata().map_err(|e| io(&tree)(e.into()))?.len();
-            let rel = e.path().strip_prefix(&tree).expect("under tree");
-            files.push((rel.to_string_lossy().into_owned(), len));
-        }
-    }
+    let _ = std::fs::remove_dir_all(staging.path().join("download"));
+    let seal = Seal::seal(&tree).map_err(ToolchainError::Seal)?;
+    seal.write(&staging.path().join(SEAL))
+        .map_err(ToolchainError::Seal)?;
     let manifest = Manifest {
         key: key.clone(),
         components: components.clone(),
-        files,
+        files: seal.files(),
     };
     let manifest_path = staging.path().join(MANIFEST);
     std::fs::write(
@@ -334,18 +343,17 @@ pub fn install(req: &Request<'_>) -> Result<Installed, ToolchainError> {
         serde_json::to_vec_pretty(&manifest).expect("serializable"),
     )
     .map_err(io(&manifest_path))?;
-    let _ = std::fs::remove_dir_all(staging.path().join("download"));
 
     // Under the lock: whatever is at `dir` failed the reuse check (incomplete, other pins), so
     // it is moved aside before the new tree takes its place.
     if dir.exists() {
         let aside = staging.path().with_extension("old");
         std::fs::rename(&dir, &aside).map_err(io(&dir))?;
-        let _ = std::fs::remove_dir_all(&aside);
+        let _ = vouch_fs::seal::remove_tree(&aside);
     }
     let staged = staging.keep();
     if let Err(e) = std::fs::rename(&staged, &dir) {
-        let _ = std::fs::remove_dir_all(&staged);
+        let _ = vouch_fs::seal::remove_tree(&staged);
         return Err(io(&dir)(e));
     }
     let cuda_path = cuda_path_in(&dir.join("tree"), &cuda_rel);
@@ -354,37 +362,34 @@ pub fn install(req: &Request<'_>) -> Result<Installed, ToolchainError> {
         cuda_path,
         dir,
         key,
-        files: manifest.files.len(),
+        checked: None,
+        files: manifest.files,
         components,
         reused: false,
         seconds: started.elapsed().as_secs_f64(),
     })
 }
 
-/// The manifest of an installed tree when it is complete and matches `key`.
-fn reusable(dir: &Path, key: &str) -> Result<Option<Manifest>, ToolchainError> {
+/// The manifest of an installed tree when it matches `key` and passes its seal check. A tree
+/// that fails is reinstalled (a warning says why): never run, never repaired in place.
+fn reusable(dir: &Path, key: &str) -> Option<(Manifest, vouch_fs::seal::Checked)> {
     let path = dir.join(MANIFEST);
-    let Ok(bytes) = std::fs::read(&path) else {
-        return Ok(None);
-    };
+    let bytes = std::fs::read(&path).ok()?;
     let Ok(manifest) = serde_json::from_slice::<Manifest>(&bytes) else {
         tracing::warn!(path = %path.display(), "unreadable toolchain manifest; reinstalling");
-        return Ok(None);
+        return None;
     };
     if manifest.key != key {
-        return Ok(None);
+        return None;
     }
-    let tree = dir.join("tree");
-    for (rel, len) in &manifest.files {
-        match std::fs::metadata(tree.join(rel)) {
-            Ok(m) if m.len() == *len => {}
-            _ => {
-                tracing::warn!(file = %rel, "installed toolchain is incomplete; reinstalling");
-                return Ok(None);
-            }
+    let checked = Seal::read(&dir.join(SEAL)).and_then(|seal| seal.check(&dir.join("tree"), false));
+    match checked {
+        Ok(c) => Some((manifest, c)),
+        Err(e) => {
+            tracing::warn!(dir = %dir.display(), error = %e, "installed toolchain failed its seal check; reinstalling");
+            None
         }
     }
-    Ok(Some(manifest))
 }
 
 fn install_wheels(
@@ -535,6 +540,10 @@ pub(crate) fn scrubbed(program: impl AsRef<std::ffi::OsStr>) -> Command {
 }
 
 fn run(mut cmd: Command, what: &str) -> Result<String, ToolchainError> {
+    tracing::debug!(
+        command = %vouch_core::redact::command_line(&cmd),
+        "running {what}"
+    );
     let out = cmd.output().map_err(|source| ToolchainError::Spawn {
         what: what.to_owned(),
         source,

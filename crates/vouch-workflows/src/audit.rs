@@ -6,7 +6,10 @@ use std::fmt;
 use serde::Serialize;
 use yaml_rust2::{Yaml, YamlLoader};
 
-use crate::{Error, GeneratedFile, render::ATTEST_JOB};
+use crate::{
+    Error, GeneratedFile,
+    render::{ATTEST_JOB, TRUSTED_ONLY_SECRETS},
+};
 
 /// Events whose workflows run with the base repository's secrets on behalf of someone else's
 /// input: no code from a pull request, no compiler cache.
@@ -59,6 +62,10 @@ pub enum Rule {
     /// A `${{ ... }}` expression inside a `run:` script (expanded into the script's text
     /// before the shell sees it: script injection).
     ExpressionInRun,
+    /// A job that a pull request can start references a secret meant only for pushes
+    /// (GitHub sends a runner every secret its job references, whichever branch of an
+    /// expression is taken).
+    TrustedSecretInPrJob,
 }
 
 impl Rule {
@@ -72,6 +79,7 @@ impl Rule {
             Rule::UnpinnedUses => "unpinned-uses",
             Rule::PersistedCredentials => "persisted-credentials",
             Rule::ExpressionInRun => "expression-in-run",
+            Rule::TrustedSecretInPrJob => "trusted-secret-in-pr-job",
         }
     }
 }
@@ -193,6 +201,28 @@ impl Audit<'_> {
     }
 }
 
+/// Every string anywhere under `y` (keys and values).
+fn strings<'y>(y: &'y Yaml, out: &mut Vec<&'y str>) {
+    match y {
+        Yaml::String(s) => out.push(s),
+        Yaml::Array(a) => a.iter().for_each(|v| strings(v, out)),
+        Yaml::Hash(h) => h.iter().for_each(|(k, v)| {
+            strings(k, out);
+            strings(v, out);
+        }),
+        _ => {}
+    }
+}
+
+/// Whether a job's `if:` lets it run only for pushes. Anything less certain counts as
+/// reachable from a pull request.
+fn push_only(job: &Yaml) -> bool {
+    as_str(&job["if"]).is_some_and(|c| {
+        let c = c.trim();
+        c == "github.event_name == 'push'" || c == "${{ github.event_name == 'push' }}"
+    })
+}
+
 fn audit_file(f: &GeneratedFile) -> Result<Vec<Violation>, Error> {
     let docs = YamlLoader::load_from_str(&f.contents).map_err(|e| Error::Yaml {
         file: f.name.clone(),
@@ -262,6 +292,23 @@ fn audit_file(f: &GeneratedFile) -> Result<Vec<Violation>, Error> {
                     grants.join(" and ")
                 ),
             );
+        }
+        if on.iter().any(|o| o != "push") && !push_only(job) {
+            let mut texts = Vec::new();
+            strings(job, &mut texts);
+            for secret in TRUSTED_ONLY_SECRETS {
+                let needle = format!("secrets.{secret}");
+                if texts.iter().any(|t| t.contains(&needle)) {
+                    a.push(
+                        job_ref,
+                        None,
+                        Rule::TrustedSecretInPrJob,
+                        format!(
+                            "references {needle}, which only a push build may hold; give this job `if: github.event_name == 'push'` or a PR-fenced secret"
+                        ),
+                    );
+                }
+            }
         }
         if let Some(uses) = as_str(&job["uses"])
             && !pinned(uses)

@@ -164,7 +164,114 @@ jobs:
     )
 }
 
+/// The build job, once per trust level. GitHub evaluates a job's `if:` before the job is
+/// handed to a runner, and sends a runner only the secrets its job references, so a pull
+/// request's runner (which runs the PR's code) never holds the push password; a single job
+/// choosing the secret in a step expression would put both into its memory.
+const BUILD_JOB: &str = r#"  @@JOB@@:
+    name: build ${{ matrix.cell }}@@NAME_SUFFIX@@
+    needs: plan
+    # @@WHY@@
+    if: @@WHEN@@
+    runs-on: ${{ matrix.runner }}
+    timeout-minutes: @@BUILD_TIMEOUT@@
+    permissions:
+      contents: read # check out the source
+    strategy:
+      fail-fast: false
+      matrix: ${{ fromJson(needs.plan.outputs.matrix) }}
+    env:
+      # What this build may do with the compiler cache (`vouch plan --event`): `trusted` (a
+      # push) reads and writes its own branch's scope; `pr` reads and writes at most pr/<N>
+      # (the gateway enforces it, and `vouch cache check` proves the credential cannot do more).
+      VOUCH_CACHE_MODE: ${{ matrix.cache_mode }}
+    steps:
+      - name: Check out
+        uses: @@CHECKOUT@@
+        with:
+          persist-credentials: false
+      - name: Set up Python ${{ matrix.python }}
+        id: python
+        uses: @@SETUP_PYTHON@@
+        with:
+          python-version: ${{ matrix.python }}
+@@INSTALL_MATRIX@@@@ARTIFACT_NAME@@      - name: Build ${{ matrix.cell }}
+        env:
+          CELL: ${{ matrix.cell }}
+          PYTHON: ${{ steps.python.outputs.python-path }}
+          HEAD_SHA: ${{ github.event.pull_request.head.sha || github.sha }}
+          VOUCH_CACHE_STORE: ${{ vars.VOUCH_CACHE_STORE }}
+          VOUCH_CACHE_PASSWORD: ${{ secrets.@@SECRET@@ }}
+        run: |
+          pw="$RUNNER_TEMP/vouch-cache-password"
+          trap 'rm -f "$pw"' EXIT
+          cache=()
+          if [ -n "$VOUCH_CACHE_STORE" ]; then
+            cache=(--cache sccache --cache-store "$VOUCH_CACHE_STORE" --scope-from-github)
+            if [ -n "$VOUCH_CACHE_PASSWORD" ]; then
+              (umask 077 && printf '%s' "$VOUCH_CACHE_PASSWORD" > "$pw")
+              cache+=(--cache-password-file "$pw")
+            fi
+          fi
+          unset VOUCH_CACHE_PASSWORD
+          echo "cache mode: $VOUCH_CACHE_MODE"
+          if [ "$GITHUB_EVENT_NAME" != push ] && [[ "$VOUCH_CACHE_STORE" == redis://* ]]; then
+            check=(--store "$VOUCH_CACHE_STORE" --scope-from-github)
+            if [ -f "$pw" ]; then check+=(--password-file "$pw"); fi
+            vouch cache check "${check[@]}"
+          fi
+          # The cell's toolchain, template and environment come from the profile; the wheel
+          # and its build record (<wheel>.build.json) go to dist/.
+          vouch build --profile "$VOUCH_PROFILE" --cell "$CELL" --source . --out dist \
+            --python "$PYTHON" --sha "$HEAD_SHA" "${cache[@]}"
+      - name: Upload the unsigned build
+        uses: @@UPLOAD_ARTIFACT@@
+        with:
+          name: unsigned-${{ steps.name.outputs.name }}
+          path: dist/
+          if-no-files-found: error
+          overwrite: true
+          retention-days: 1
+
+"#;
+
+/// The build job of a push (trusted: may write its branch's cache scope).
+pub const PUSH_BUILD_JOB: &str = "build-push";
+/// The build job of a pull request (runs the PR's code: only PR-fenced credentials).
+pub const PR_BUILD_JOB: &str = "build-pr";
+/// Secrets only a push build may reference; the audit enforces it.
+pub const TRUSTED_ONLY_SECRETS: &[&str] = &["VOUCH_CACHE_PASSWORD"];
+
+fn build_jobs() -> String {
+    let job = |id: &str, suffix: &str, why: &str, when: &str, secret: &str| {
+        // Only this job's own placeholders; the shared ones are filled with the workflow.
+        [
+            ("@@JOB@@", id),
+            ("@@NAME_SUFFIX@@", suffix),
+            ("@@WHY@@", why),
+            ("@@WHEN@@", when),
+            ("@@SECRET@@", secret),
+        ]
+        .iter()
+        .fold(BUILD_JOB.to_owned(), |t, (k, v)| t.replace(k, v))
+    };
+    job(
+        PUSH_BUILD_JOB,
+        "",
+        "A push: trusted code, the push cache password.",
+        "github.event_name == 'push'",
+        TRUSTED_ONLY_SECRETS[0],
+    ) + &job(
+        PR_BUILD_JOB,
+        " (PR)",
+        "A pull request: its runner never receives the push password.",
+        "github.event_name == 'pull_request'",
+        "VOUCH_CACHE_PR_PASSWORD",
+    )
+}
+
 pub(crate) fn build(v: &Vars<'_>) -> String {
+    let build_jobs = build_jobs();
     let install_ubuntu = install_vouch_step("python3");
     let install_matrix = install_vouch_step("${{ steps.python.outputs.python-path }}");
     fill(
@@ -226,72 +333,13 @@ jobs:
           matrix=$(vouch plan --profile "$VOUCH_PROFILE" --format github --event "$GITHUB_EVENT_NAME")
           echo "matrix=$matrix" >> "$GITHUB_OUTPUT"
 
-  build:
-    name: build ${{ matrix.cell }}
-    needs: plan
-    runs-on: ${{ matrix.runner }}
-    timeout-minutes: @@BUILD_TIMEOUT@@
-    permissions:
-      contents: read # check out the source
-    strategy:
-      fail-fast: false
-      matrix: ${{ fromJson(needs.plan.outputs.matrix) }}
-    env:
-      # What this build may do with the compiler cache (`vouch plan --event`): `trusted` (a
-      # push) reads and writes its own branch's scope; `pr` reads and writes at most pr/<N>
-      # (the gateway enforces it, and `vouch cache check` proves the credential cannot do more).
-      VOUCH_CACHE_MODE: ${{ matrix.cache_mode }}
-    steps:
-      - name: Check out
-        uses: @@CHECKOUT@@
-        with:
-          persist-credentials: false
-      - name: Set up Python ${{ matrix.python }}
-        id: python
-        uses: @@SETUP_PYTHON@@
-        with:
-          python-version: ${{ matrix.python }}
-@@INSTALL_MATRIX@@@@ARTIFACT_NAME@@      - name: Build ${{ matrix.cell }}
-        env:
-          CELL: ${{ matrix.cell }}
-          PYTHON: ${{ steps.python.outputs.python-path }}
-          HEAD_SHA: ${{ github.event.pull_request.head.sha || github.sha }}
-          VOUCH_CACHE_STORE: ${{ vars.VOUCH_CACHE_STORE }}
-          VOUCH_CACHE_PASSWORD: ${{ github.event_name == 'push' && secrets.VOUCH_CACHE_PASSWORD || secrets.VOUCH_CACHE_PR_PASSWORD }}
-        run: |
-          pw="$RUNNER_TEMP/vouch-cache-password"
-          trap 'rm -f "$pw"' EXIT
-          cache=()
-          if [ -n "$VOUCH_CACHE_STORE" ]; then
-            cache=(--cache sccache --cache-store "$VOUCH_CACHE_STORE" --scope-from-github)
-            if [ -n "$VOUCH_CACHE_PASSWORD" ]; then
-              (umask 077 && printf '%s' "$VOUCH_CACHE_PASSWORD" > "$pw")
-              cache+=(--cache-password-file "$pw")
-            fi
-          fi
-          unset VOUCH_CACHE_PASSWORD
-          echo "cache mode: $VOUCH_CACHE_MODE"
-          if [ "$GITHUB_EVENT_NAME" != push ] && [[ "$VOUCH_CACHE_STORE" == redis://* ]]; then
-            check=(--store "$VOUCH_CACHE_STORE" --scope-from-github)
-            if [ -f "$pw" ]; then check+=(--password-file "$pw"); fi
-            vouch cache check "${check[@]}"
-          fi
-          # The cell's toolchain, template and environment come from the profile; the wheel
-          # and its build record (<wheel>.build.json) go to dist/.
-          vouch build --profile "$VOUCH_PROFILE" --cell "$CELL" --source . --out dist \
-            --python "$PYTHON" --sha "$HEAD_SHA" "${cache[@]}"
-      - name: Upload the unsigned build
-        uses: @@UPLOAD_ARTIFACT@@
-        with:
-          name: unsigned-${{ steps.name.outputs.name }}
-          path: dist/
-          if-no-files-found: error
-          overwrite: true
-          retention-days: 1
-
-  attest:
+@@BUILD_JOBS@@  attest:
     name: attest ${{ matrix.cell }}
-    needs: [plan, build]
+    needs: [plan, @@PUSH_JOB@@, @@PR_JOB@@]
+    # One of the two build jobs is skipped by design; the one for this event must have passed.
+    if: >-
+      !cancelled() && needs.plan.result == 'success' &&
+      (needs.@@PUSH_JOB@@.result == 'success' || needs.@@PR_JOB@@.result == 'success')
     runs-on: ubuntu-24.04
     timeout-minutes: 15
     permissions:
@@ -338,7 +386,7 @@ jobs:
 
   @@SENTINEL@@:
     name: @@SENTINEL@@
-    needs: [plan, build, attest]
+    needs: [plan, @@PUSH_JOB@@, @@PR_JOB@@, attest]
     if: always()
     runs-on: ubuntu-24.04
     timeout-minutes: 5
@@ -346,7 +394,11 @@ jobs:
     steps:
       - name: Every job succeeded
         env:
-          RESULTS: ${{ join(needs.*.result, ' ') }}
+          # The build job of the other trust level is skipped by design and not counted.
+          RESULTS: >-
+            ${{ needs.plan.result }}
+            ${{ github.event_name == 'push' && needs.@@PUSH_JOB@@.result || needs.@@PR_JOB@@.result }}
+            ${{ needs.attest.result }}
         run: |
           echo "plan, build, attest: $RESULTS"
           for r in $RESULTS; do
@@ -357,6 +409,9 @@ jobs:
           done
 "#,
         &[
+            ("BUILD_JOBS", &build_jobs),
+            ("PUSH_JOB", PUSH_BUILD_JOB),
+            ("PR_JOB", PR_BUILD_JOB),
             ("HEADER", HEADER),
             ("PROJECT", v.project),
             ("PROFILE", v.profile_path),

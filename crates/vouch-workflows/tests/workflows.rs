@@ -91,7 +91,7 @@ fn check_fresh_stale_missing_unexpected() {
     // A one-line edit: reported, with a diff naming the line.
     let build = dir.join("vouch-build.yml");
     let text = std::fs::read_to_string(&build).unwrap();
-    let edited = text.replace("timeout-minutes: 240", "timeout-minutes: 30");
+    let edited = text.replacen("timeout-minutes: 240", "timeout-minutes: 30", 1);
     assert_ne!(edited, text);
     std::fs::write(&build, &edited).unwrap();
     // Another, unrelated workflow of the repository is left alone.
@@ -175,9 +175,9 @@ fn audit_catches_signing_permissions_outside_attest() {
         "      contents: read # check out the source\n",
         "      contents: read # check out the source\n      id-token: write\n",
     );
-    assert_caught(&v, Rule::SigningPermissionOutsideAttest, Some("build"));
+    assert_caught(&v, Rule::SigningPermissionOutsideAttest, Some("build-push"));
     assert!(
-        v.iter().all(|x| x.job.as_deref() == Some("build")),
+        v.iter().all(|x| x.job.as_deref() == Some("build-push")),
         "{v:#?}"
     );
     let v = audit_mutated(
@@ -303,7 +303,7 @@ fn audit_catches_persisted_credentials() {
         "        with:\n          persist-credentials: false\n      - name: Set up Python",
         "      - name: Set up Python",
     );
-    assert_caught(&v, Rule::PersistedCredentials, Some("build"));
+    assert_caught(&v, Rule::PersistedCredentials, Some("build-push"));
 }
 
 #[test]
@@ -313,7 +313,7 @@ fn audit_catches_expressions_in_run() {
         "--cell \"$CELL\"",
         "--cell \"${{ matrix.cell }}\"",
     );
-    assert_caught(&v, Rule::ExpressionInRun, Some("build"));
+    assert_caught(&v, Rule::ExpressionInRun, Some("build-push"));
     let v = audit_mutated(
         "vouch-trigger.yml",
         "\"repos/$REPO/issues/comments/$COMMENT_ID/reactions\"",
@@ -463,4 +463,37 @@ fn variables_and_secrets_are_documented() {
         names.sort_unstable();
         assert_eq!(used, names, "{prefix}");
     }
+}
+
+/// Issue 12, item 3: a runner that runs pull-request code must never receive the push
+/// build's cache password, so no job a pull request can start may reference it.
+#[test]
+fn issue12_pr_build_job_never_references_the_push_secret() {
+    let f = file("vouch-build.yml");
+    let doc = &yaml_rust2::YamlLoader::load_from_str(&f.contents).unwrap()[0];
+    let yaml_rust2::Yaml::Hash(jobs) = &doc["jobs"] else {
+        panic!("no jobs")
+    };
+    let mut pr_jobs = 0;
+    for (id, job) in jobs {
+        let text = format!("{job:?}");
+        let push_only = job["if"].as_str() == Some("github.event_name == 'push'");
+        if !push_only {
+            pr_jobs += 1;
+            assert!(
+                !text.contains("secrets.VOUCH_CACHE_PASSWORD"),
+                "job {id:?} can run for a pull request and references the push secret"
+            );
+        }
+    }
+    assert!(pr_jobs > 0);
+    assert!(f.contents.contains("secrets.VOUCH_CACHE_PR_PASSWORD"));
+    assert!(audit_trust(&[f]).unwrap().is_empty());
+    // The audit catches the old single-job form, which chose the secret in an expression.
+    let v = audit_mutated(
+        "vouch-build.yml",
+        "VOUCH_CACHE_PASSWORD: ${{ secrets.VOUCH_CACHE_PR_PASSWORD }}",
+        "VOUCH_CACHE_PASSWORD: ${{ github.event_name == 'push' && secrets.VOUCH_CACHE_PASSWORD || secrets.VOUCH_CACHE_PR_PASSWORD }}",
+    );
+    assert_caught(&v, Rule::TrustedSecretInPrJob, Some("build-pr"));
 }

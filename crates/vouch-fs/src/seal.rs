@@ -1,0 +1,529 @@
+//! Sealed trees: a directory that later builds will run (a build venv, a CUDA toolkit) is
+//! recorded file by file when it is made, made read-only, and checked against that record
+//! before every reuse, so nothing a build changed in it reaches the next build.
+//!
+//! The record keeps each file's sha256 and, as a fast path, the identity `lstat` gives it
+//! (inode, mtime, ctime, size). A write to a file changes its ctime, which no unprivileged
+//! process can set back, so an unchanged identity means unchanged bytes; anything else is
+//! hashed. Extra files (a dropped `.pth`), missing ones, changed links and changed execute
+//! bits fail the check.
+//!
+//! The record lives beside the tree and is only as safe as the directory holding both: code
+//! that runs as the same user and sets out to rewrite vouch's cache can rewrite the record
+//! too. That is why callers keep trees of different trust levels under different roots.
+
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest as _, Sha256};
+
+#[derive(Debug, thiserror::Error)]
+pub enum SealError {
+    #[error("{path:?}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("seal record {path:?} is not readable JSON")]
+    Record {
+        path: PathBuf,
+        #[source]
+        source: serde_json::Error,
+    },
+    #[error("{tree:?}: {path:?} {what} since the tree was sealed")]
+    Changed {
+        tree: PathBuf,
+        path: String,
+        what: &'static str,
+    },
+}
+
+/// The identity `lstat` gives a file; any write changes it (ctime).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+struct Identity {
+    ino: u64,
+    mtime_ns: i128,
+    ctime_ns: i128,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+enum Entry {
+    Dir,
+    File {
+        size: u64,
+        sha256: String,
+        executable: bool,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        identity: Option<Identity>,
+    },
+    Link {
+        target: PathBuf,
+    },
+}
+
+/// The record of a sealed tree.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Seal {
+    entries: BTreeMap<String, Entry>,
+}
+
+/// How a check went.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Checked {
+    pub files: usize,
+    /// Files whose identity matched the record (not re-read).
+    pub by_identity: usize,
+    /// Files read and hashed.
+    pub hashed: usize,
+    pub bytes_hashed: u64,
+}
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> SealError + '_ {
+    move |source| SealError::Io {
+        path: path.to_owned(),
+        source,
+    }
+}
+
+#[cfg(unix)]
+fn identity(meta: &std::fs::Metadata) -> Option<Identity> {
+    use std::os::unix::fs::MetadataExt;
+    Some(Identity {
+        ino: meta.ino(),
+        mtime_ns: i128::from(meta.mtime()) * 1_000_000_000 + i128::from(meta.mtime_nsec()),
+        ctime_ns: i128::from(meta.ctime()) * 1_000_000_000 + i128::from(meta.ctime_nsec()),
+    })
+}
+
+#[cfg(not(unix))]
+fn identity(_meta: &std::fs::Metadata) -> Option<Identity> {
+    // No ctime to trust: every check hashes.
+    None
+}
+
+#[cfg(unix)]
+fn is_executable(meta: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    meta.permissions().mode() & 0o111 != 0
+}
+
+#[cfg(not(unix))]
+fn is_executable(_meta: &std::fs::Metadata) -> bool {
+    false
+}
+
+fn rel_name(root: &Path, path: &Path) -> String {
+    path.strip_prefix(root)
+        .expect("walked under root")
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy())
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+/// Streams `path` through sha256, optionally copying the bytes to `sink`.
+fn hash_file(path: &Path, mut sink: Option<&mut dyn Write>) -> Result<(String, u64), SealError> {
+    let mut f = std::fs::File::open(path).map_err(io(path))?;
+    let mut h = Sha256::new();
+    let mut buf = vec![0u8; 1 << 20];
+    let mut total = 0u64;
+    loop {
+        let n = f.read(&mut buf).map_err(io(path))?;
+        if n == 0 {
+            break;
+        }
+        h.update(&buf[..n]);
+        if let Some(s) = sink.as_mut() {
+            s.write_all(&buf[..n]).map_err(io(path))?;
+        }
+        total += n as u64;
+    }
+    Ok((hex_lower(&h.finalize()), total))
+}
+
+fn hex_lower(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Every entry under `root` (not `root` itself), links not followed, sorted.
+fn walk(root: &Path) -> Result<Vec<(String, PathBuf, std::fs::Metadata)>, SealError> {
+    let mut out = Vec::new();
+    for e in walkdir::WalkDir::new(root)
+        .min_depth(1)
+        .follow_links(false)
+        .sort_by_file_name()
+    {
+        let e = e.map_err(|e| SealError::Io {
+            path: e.path().map_or_else(|| root.to_owned(), Path::to_owned),
+            source: e.into(),
+        })?;
+        let meta = std::fs::symlink_metadata(e.path()).map_err(io(e.path()))?;
+        out.push((rel_name(root, e.path()), e.path().to_owned(), meta));
+    }
+    Ok(out)
+}
+
+#[cfg(unix)]
+fn set_writable(path: &Path, meta: &std::fs::Metadata, writable: bool) -> Result<(), SealError> {
+    use std::os::unix::fs::PermissionsExt;
+    if meta.file_type().is_symlink() {
+        return Ok(());
+    }
+    let mode = meta.permissions().mode();
+    let new = if writable {
+        mode | 0o200
+    } else {
+        mode & !0o222
+    };
+    if new != mode {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(new)).map_err(io(path))?;
+    }
+    Ok(())
+}
+
+#[cfg(not(unix))]
+fn set_writable(path: &Path, meta: &std::fs::Metadata, writable: bool) -> Result<(), SealError> {
+    if meta.file_type().is_symlink() {
+        return Ok(());
+    }
+    let mut p = meta.permissions();
+    p.set_readonly(!writable);
+    std::fs::set_permissions(path, p).map_err(io(path))
+}
+
+impl Seal {
+    /// Makes every file and directory under `root` read-only, then records it.
+    pub fn seal(root: &Path) -> Result<Seal, SealError> {
+        // Modes first: a chmod changes ctime, and the record must hold the final identity.
+        let entries = walk(root)?;
+        for (_, path, meta) in entries.iter().rev() {
+            set_writable(path, meta, false)?;
+        }
+        let mut seal = Seal::default();
+        for (rel, path, _) in walk(root)? {
+            let meta = std::fs::symlink_metadata(&path).map_err(io(&path))?;
+            let ft = meta.file_type();
+            let entry = if ft.is_symlink() {
+                Entry::Link {
+                    target: std::fs::read_link(&path).map_err(io(&path))?,
+                }
+            } else if ft.is_dir() {
+                Entry::Dir
+            } else if ft.is_file() {
+                let (sha256, size) = hash_file(&path, None)?;
+                Entry::File {
+                    size,
+                    sha256,
+                    executable: is_executable(&meta),
+                    identity: identity(&meta),
+                }
+            } else {
+                return Err(SealError::Changed {
+                    tree: root.to_owned(),
+                    path: rel,
+                    what: "is not a file, directory or link",
+                });
+            };
+            seal.entries.insert(rel, entry);
+        }
+        Ok(seal)
+    }
+
+    pub fn files(&self) -> usize {
+        self.entries
+            .values()
+            .filter(|e| matches!(e, Entry::File { .. }))
+            .count()
+    }
+
+    /// Checks `root` against the record; `full` hashes every file even when its identity
+    /// matches.
+    pub fn check(&self, root: &Path, full: bool) -> Result<Checked, SealError> {
+        self.walk_checked(root, full, None)
+    }
+
+    /// Copies the sealed tree at `root` to `dest` (which must not exist), hashing every file
+    /// as it is copied: the copy holds exactly the recorded bytes, or the call fails.
+    /// `rewrite` may change a copied file's bytes (e.g. a script's `#!` line); it sees the
+    /// relative name and the verified bytes.
+    pub fn copy_to(
+        &self,
+        root: &Path,
+        dest: &Path,
+        rewrite: &dyn Fn(&str, Vec<u8>) -> Vec<u8>,
+    ) -> Result<Checked, SealError> {
+        std::fs::create_dir(dest).map_err(io(dest))?;
+        self.walk_checked(root, true, Some((dest, rewrite)))
+    }
+
+    fn walk_checked(
+        &self,
+        root: &Path,
+        full: bool,
+        copy: Option<(&Path, &dyn Fn(&str, Vec<u8>) -> Vec<u8>)>,
+    ) -> Result<Checked, SealError> {
+        let changed = |path: &str, what| SealError::Changed {
+            tree: root.to_owned(),
+            path: path.to_owned(),
+            what,
+        };
+        let mut checked = Checked::default();
+        let mut seen = 0usize;
+        for (rel, path, meta) in walk(root)? {
+            let Some(entry) = self.entries.get(&rel) else {
+                return Err(changed(&rel, "was added"));
+            };
+            seen += 1;
+            let ft = meta.file_type();
+            let target = copy.map(|(d, _)| d.join(&rel));
+            match entry {
+                Entry::Dir => {
+                    if !ft.is_dir() {
+                        return Err(changed(&rel, "is no longer a directory"));
+                    }
+                    if let Some(t) = &target {
+                        std::fs::create_dir(t).map_err(io(t))?;
+                    }
+                }
+                Entry::Link { target: recorded } => {
+                    let now = if ft.is_symlink() {
+                        std::fs::read_link(&path).map_err(io(&path))?
+                    } else {
+                        return Err(changed(&rel, "is no longer a link"));
+                    };
+                    if &now != recorded {
+                        return Err(changed(&rel, "points elsewhere"));
+                    }
+                    if let Some(t) = &target {
+                        make_link(recorded, t)?;
+                    }
+                }
+                Entry::File {
+                    size,
+                    sha256,
+                    executable,
+                    identity: recorded,
+                } => {
+                    if !ft.is_file() {
+                        return Err(changed(&rel, "is no longer a regular file"));
+                    }
+                    checked.files += 1;
+                    if meta.len() != *size {
+                        return Err(changed(&rel, "changed size"));
+                    }
+                    if is_executable(&meta) != *executable {
+                        return Err(changed(&rel, "changed its execute bit"));
+                    }
+                    let same_identity = recorded.is_some() && identity(&meta) == *recorded;
+                    if let Some((_, rewrite)) = copy {
+                        let mut bytes = Vec::with_capacity(*size as usize);
+                        let (digest, n) = hash_file(&path, Some(&mut bytes))?;
+                        checked.hashed += 1;
+                        checked.bytes_hashed += n;
+                        if &digest != sha256 {
+                            return Err(changed(&rel, "changed content"));
+                        }
+                        let t = target.as_ref().expect("copying");
+                        write_copy(t, &rewrite(&rel, bytes), *executable, meta.modified().ok())?;
+                    } else if full || !same_identity {
+                        let (digest, n) = hash_file(&path, None)?;
+                        checked.hashed += 1;
+                        checked.bytes_hashed += n;
+                        if &digest != sha256 {
+                            return Err(changed(&rel, "changed content"));
+                        }
+                    } else {
+                        checked.by_identity += 1;
+                    }
+                }
+            }
+        }
+        if seen != self.entries.len() {
+            let present: std::collections::BTreeSet<String> =
+                walk(root)?.into_iter().map(|(r, _, _)| r).collect();
+            let gone = self
+                .entries
+                .keys()
+                .find(|k| !present.contains(*k))
+                .cloned()
+                .unwrap_or_default();
+            return Err(changed(&gone, "was removed"));
+        }
+        Ok(checked)
+    }
+
+    pub fn read(path: &Path) -> Result<Seal, SealError> {
+        let bytes = std::fs::read(path).map_err(io(path))?;
+        serde_json::from_slice(&bytes).map_err(|source| SealError::Record {
+            path: path.to_owned(),
+            source,
+        })
+    }
+
+    pub fn write(&self, path: &Path) -> Result<(), SealError> {
+        let json = serde_json::to_vec(self).expect("a seal serializes");
+        crate::write_atomically(path, &json, crate::Mode::Public).map_err(io(path))
+    }
+}
+
+#[cfg(unix)]
+fn make_link(target: &Path, at: &Path) -> Result<(), SealError> {
+    std::os::unix::fs::symlink(target, at).map_err(io(at))
+}
+
+#[cfg(not(unix))]
+fn make_link(target: &Path, at: &Path) -> Result<(), SealError> {
+    std::os::windows::fs::symlink_file(target, at).map_err(io(at))
+}
+
+/// Writes one copied file; its mtime is kept so that bytecode caches next to it stay valid.
+fn write_copy(
+    path: &Path,
+    bytes: &[u8],
+    executable: bool,
+    mtime: Option<std::time::SystemTime>,
+) -> Result<(), SealError> {
+    let mut opts = std::fs::OpenOptions::new();
+    opts.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut opts, if executable { 0o755 } else { 0o644 });
+    #[cfg(not(unix))]
+    let _ = executable;
+    let mut f = opts.open(path).map_err(io(path))?;
+    f.write_all(bytes).map_err(io(path))?;
+    if let Some(t) = mtime {
+        f.set_modified(t).map_err(io(path))?;
+    }
+    Ok(())
+}
+
+/// Removes a tree that may have been sealed (read-only directories cannot be emptied).
+pub fn remove_tree(root: &Path) -> Result<(), SealError> {
+    if std::fs::symlink_metadata(root).is_err() {
+        return Ok(());
+    }
+    if let Ok(meta) = std::fs::symlink_metadata(root) {
+        set_writable(root, &meta, true)?;
+    }
+    for (_, path, meta) in walk(root)? {
+        if meta.is_dir() {
+            set_writable(&path, &meta, true)?;
+        }
+    }
+    std::fs::remove_dir_all(root).map_err(io(root))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tree() -> tempfile::TempDir {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(d.path().join("t/bin")).unwrap();
+        std::fs::write(d.path().join("t/bin/nvcc"), b"#!/bin/sh\necho real\n").unwrap();
+        std::fs::write(d.path().join("t/lib.txt"), b"library").unwrap();
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(
+                d.path().join("t/bin/nvcc"),
+                std::fs::Permissions::from_mode(0o755),
+            )
+            .unwrap();
+            std::os::unix::fs::symlink("lib.txt", d.path().join("t/link")).unwrap();
+        }
+        d
+    }
+
+    #[test]
+    fn a_same_size_rewrite_an_added_file_and_a_retargeted_link_are_caught() {
+        let d = tree();
+        let root = d.path().join("t");
+        let seal = Seal::seal(&root).unwrap();
+        let ok = seal.check(&root, false).unwrap();
+        assert_eq!((ok.files, ok.by_identity, ok.hashed), (2, 2, 0));
+        assert_eq!(seal.check(&root, true).unwrap().hashed, 2);
+
+        // Same size, same mtime put back: only the content (and ctime) differ.
+        let nvcc = root.join("bin/nvcc");
+        let mtime = std::fs::metadata(&nvcc).unwrap().modified().unwrap();
+        let mut p = std::fs::metadata(&nvcc).unwrap().permissions();
+        #[allow(clippy::permissions_set_readonly_false)]
+        p.set_readonly(false);
+        std::fs::set_permissions(&nvcc, p).unwrap();
+        std::fs::write(&nvcc, b"#!/bin/sh\necho evil\n").unwrap();
+        std::fs::File::options()
+            .write(true)
+            .open(&nvcc)
+            .unwrap()
+            .set_modified(mtime)
+            .unwrap();
+        let err = seal.check(&root, false).unwrap_err().to_string();
+        assert!(err.contains("\"bin/nvcc\" changed"), "{err}");
+        remove_tree(&root).unwrap();
+
+        let d = tree();
+        let root = d.path().join("t");
+        let seal = Seal::seal(&root).unwrap();
+        remove_tree(&root.join("bin")).ok();
+        let err = seal.check(&root, false).unwrap_err().to_string();
+        assert!(err.contains("was removed"), "{err}");
+
+        let d = tree();
+        let root = d.path().join("t");
+        let seal = Seal::seal(&root).unwrap();
+        let mut p = std::fs::metadata(&root).unwrap().permissions();
+        #[allow(clippy::permissions_set_readonly_false)]
+        p.set_readonly(false);
+        std::fs::set_permissions(&root, p).unwrap();
+        std::fs::write(root.join("evil.pth"), b"import os").unwrap();
+        let err = seal.check(&root, false).unwrap_err().to_string();
+        assert!(err.contains("\"evil.pth\" was added"), "{err}");
+
+        #[cfg(unix)]
+        {
+            let d = tree();
+            let root = d.path().join("t");
+            let seal = Seal::seal(&root).unwrap();
+            let mut p = std::fs::metadata(&root).unwrap().permissions();
+            #[allow(clippy::permissions_set_readonly_false)]
+            p.set_readonly(false);
+            std::fs::set_permissions(&root, p).unwrap();
+            std::fs::remove_file(root.join("link")).unwrap();
+            std::os::unix::fs::symlink("bin/nvcc", root.join("link")).unwrap();
+            let err = seal.check(&root, false).unwrap_err().to_string();
+            assert!(err.contains("points elsewhere"), "{err}");
+        }
+    }
+
+    #[test]
+    fn copies_hold_the_recorded_bytes() {
+        let d = tree();
+        let root = d.path().join("t");
+        let seal = Seal::seal(&root).unwrap();
+        let dest = d.path().join("copy");
+        let c = seal
+            .copy_to(&root, &dest, &|rel, b| {
+                if rel == "lib.txt" {
+                    b"rewritten".to_vec()
+                } else {
+                    b
+                }
+            })
+            .unwrap();
+        assert_eq!(c.hashed, 2);
+        assert_eq!(
+            std::fs::read(dest.join("bin/nvcc")).unwrap(),
+            b"#!/bin/sh\necho real\n"
+        );
+        assert_eq!(std::fs::read(dest.join("lib.txt")).unwrap(), b"rewritten");
+        // The copy is the build's own: writable.
+        std::fs::write(dest.join("lib.txt"), b"mine").unwrap();
+        remove_tree(&root).unwrap();
+        assert!(!root.exists());
+    }
+}
