@@ -354,3 +354,109 @@ fn epoch_comes_from_the_last_commit_touching_the_source() {
         "the unrelated later commit must not count"
     );
 }
+
+/// Issue 12, item 2: an untrusted project's `setup.py` drops a `.pth` file into the build
+/// venv's site-packages. The next build (of another, trusted project with the same build
+/// requirements, so the same venv key) must not run it.
+#[test]
+fn issue12_a_pth_planted_by_one_build_never_runs_in_the_next() {
+    let dir = tempdir();
+    let cache = dir.path().join("cache");
+    let marker = dir.path().join("pwned");
+    let evil = dir.path().join("evil");
+    copy_sample(&evil);
+    let setup = evil.join("setup.py");
+    let text = std::fs::read_to_string(&setup).unwrap();
+    std::fs::write(
+        &setup,
+        format!(
+            "import sysconfig, pathlib\n\
+             pathlib.Path(sysconfig.get_paths()['purelib'], 'zz_vouch_evil.pth').write_text(\n\
+             \"import pathlib; pathlib.Path(r'{}').write_text('ran')\\n\")\n{text}",
+            marker.display()
+        ),
+    )
+    .unwrap();
+    let build_with = |source: &Path, out: &str| {
+        run(vouch()
+            .arg("build")
+            .arg("--source")
+            .arg(source)
+            .arg("--out")
+            .arg(dir.path().join(out))
+            .arg("--json")
+            .env("VOUCH_CACHE_DIR", &cache))
+    };
+    let r = build_with(&evil, "out-evil");
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    // The planted file did run inside the evil build's own venv copy...
+    assert!(marker.exists(), "the attack must have had its chance");
+    std::fs::remove_file(&marker).unwrap();
+
+    let clean = dir.path().join("clean");
+    copy_sample(&clean);
+    let r = build_with(&clean, "out-clean");
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    // ...but never in the next build, which runs its own verified copy of the sealed venv.
+    assert!(!marker.exists(), "a later build ran the planted .pth");
+    let planted: Vec<_> = walkdir::WalkDir::new(&cache)
+        .into_iter()
+        .filter_map(Result::ok)
+        .filter(|e| e.file_name() == "zz_vouch_evil.pth")
+        .collect();
+    assert!(planted.is_empty(), "left in the cache: {planted:?}");
+}
+
+/// Issue 12, item 4: `--work-dir` equal to the source (or holding it) is refused before
+/// anything is deleted; a relative `--work-dir` and `VOUCH_CACHE_DIR` work.
+#[test]
+fn issue12_work_dir_never_wipes_the_source_and_relative_paths_work() {
+    let dir = tempdir();
+    let src = dir.path().join("checkout");
+    copy_sample(&src);
+    std::fs::write(src.join("uncommitted.txt"), b"precious").unwrap();
+    for wd in [src.clone(), dir.path().to_owned()] {
+        let r = run(vouch()
+            .arg("build")
+            .arg("--source")
+            .arg(&src)
+            .arg("--out")
+            .arg(dir.path().join("out"))
+            .arg("--work-dir")
+            .arg(&wd));
+        assert_eq!(r.code, 2, "{}", r.stderr);
+        assert!(r.stderr.contains("work directory"), "{}", r.stderr);
+        assert!(src.join("uncommitted.txt").is_file(), "the checkout survived");
+    }
+    // A directory vouch did not make, with someone's files in it, is left alone.
+    let foreign = dir.path().join("foreign");
+    std::fs::create_dir_all(&foreign).unwrap();
+    std::fs::write(foreign.join("notes.txt"), b"mine").unwrap();
+    let r = run(vouch()
+        .arg("build")
+        .arg("--source")
+        .arg(&src)
+        .arg("--out")
+        .arg(dir.path().join("out"))
+        .arg("--work-dir")
+        .arg(&foreign));
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("not made by vouch"), "{}", r.stderr);
+    assert!(foreign.join("notes.txt").is_file());
+
+    // Relative paths, from another current directory.
+    let r = run(vouch()
+        .current_dir(dir.path())
+        .args(["build", "--source", "checkout", "--out", "out", "--work-dir", "w", "--json"])
+        .env("VOUCH_CACHE_DIR", cache_dir().strip_prefix("/").map(|p| {
+            // `cache_dir()` is absolute; spell it relative to `dir` through `..`s.
+            let ups = dir.path().components().count() - 1;
+            let mut rel = std::path::PathBuf::new();
+            for _ in 0..ups {
+                rel.push("..");
+            }
+            rel.join(p)
+        }).unwrap()));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(dir.path().join("out").read_dir().unwrap().count() > 0);
+}

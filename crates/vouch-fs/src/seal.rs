@@ -45,8 +45,9 @@ pub enum SealError {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 struct Identity {
     ino: u64,
-    mtime_ns: i128,
-    ctime_ns: i128,
+    /// (seconds, nanoseconds)
+    mtime: (i64, i64),
+    ctime: (i64, i64),
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -94,8 +95,8 @@ fn identity(meta: &std::fs::Metadata) -> Option<Identity> {
     use std::os::unix::fs::MetadataExt;
     Some(Identity {
         ino: meta.ino(),
-        mtime_ns: i128::from(meta.mtime()) * 1_000_000_000 + i128::from(meta.mtime_nsec()),
-        ctime_ns: i128::from(meta.ctime()) * 1_000_000_000 + i128::from(meta.ctime_nsec()),
+        mtime: (meta.mtime(), meta.mtime_nsec()),
+        ctime: (meta.ctime(), meta.ctime_nsec()),
     })
 }
 
@@ -444,6 +445,9 @@ mod tests {
         let d = tree();
         let root = d.path().join("t");
         let seal = Seal::seal(&root).unwrap();
+        let record = d.path().join("t.seal.json");
+        seal.write(&record).unwrap();
+        let seal = Seal::read(&record).unwrap();
         let ok = seal.check(&root, false).unwrap();
         assert_eq!((ok.files, ok.by_identity, ok.hashed), (2, 2, 0));
         assert_eq!(seal.check(&root, true).unwrap().hashed, 2);
