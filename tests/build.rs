@@ -426,7 +426,10 @@ fn issue12_work_dir_never_wipes_the_source_and_relative_paths_work() {
             .arg(&wd));
         assert_eq!(r.code, 2, "{}", r.stderr);
         assert!(r.stderr.contains("work directory"), "{}", r.stderr);
-        assert!(src.join("uncommitted.txt").is_file(), "the checkout survived");
+        assert!(
+            src.join("uncommitted.txt").is_file(),
+            "the checkout survived"
+        );
     }
     // A directory vouch did not make, with someone's files in it, is left alone.
     let foreign = dir.path().join("foreign");
@@ -447,16 +450,93 @@ fn issue12_work_dir_never_wipes_the_source_and_relative_paths_work() {
     // Relative paths, from another current directory.
     let r = run(vouch()
         .current_dir(dir.path())
-        .args(["build", "--source", "checkout", "--out", "out", "--work-dir", "w", "--json"])
-        .env("VOUCH_CACHE_DIR", cache_dir().strip_prefix("/").map(|p| {
-            // `cache_dir()` is absolute; spell it relative to `dir` through `..`s.
-            let ups = dir.path().components().count() - 1;
-            let mut rel = std::path::PathBuf::new();
-            for _ in 0..ups {
-                rel.push("..");
-            }
-            rel.join(p)
-        }).unwrap()));
+        .args([
+            "build",
+            "--source",
+            "checkout",
+            "--out",
+            "out",
+            "--work-dir",
+            "w",
+            "--json",
+        ])
+        .env(
+            "VOUCH_CACHE_DIR",
+            cache_dir()
+                .strip_prefix("/")
+                .map(|p| {
+                    // `cache_dir()` is absolute; spell it relative to `dir` through `..`s.
+                    let ups = dir.path().components().count() - 1;
+                    let mut rel = std::path::PathBuf::new();
+                    for _ in 0..ups {
+                        rel.push("..");
+                    }
+                    rel.join(p)
+                })
+                .unwrap(),
+        ));
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(dir.path().join("out").read_dir().unwrap().count() > 0);
+}
+
+/// Issue 12, item 12: `-vv` never prints an environment or a URL's userinfo. Index URLs and
+/// proxies carry credentials that way, and tokens sit in the caller's environment.
+#[test]
+fn issue12_debug_logs_carry_no_secrets_and_no_colour() {
+    let dir = tempdir();
+    let src = dir.path().join("sample");
+    copy_sample(&src);
+    let cache = dir.path().join("cache");
+    let build = |extra: &[(&str, &str)], verbose: &str| {
+        let mut cmd = vouch();
+        cmd.arg("build")
+            .arg(verbose)
+            .arg("--source")
+            .arg(&src)
+            .arg("--out")
+            .arg(dir.path().join("out"))
+            .env("VOUCH_CACHE_DIR", &cache);
+        for (k, v) in extra {
+            cmd.env(k, v);
+        }
+        run(&mut cmd)
+    };
+    // The venv first, with the machine's own pip settings.
+    let r = build(&[], "-q");
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let secrets = [
+        (
+            "PIP_INDEX_URL",
+            "https://vouchuser:pipS3cretTok@127.0.0.1:9/simple",
+        ),
+        (
+            "PIP_EXTRA_INDEX_URL",
+            "https://x:extraS3cretTok@127.0.0.1:9/simple",
+        ),
+        ("HTTPS_PROXY", "http://proxyuser:proxyS3cretPw@127.0.0.1:9"),
+        ("GITHUB_TOKEN", "ghp_debugLogS3cret0123456789"),
+        ("VOUCH_CACHE_PASSWORD", "cacheS3cretPw"),
+    ];
+    for verbose in ["-vv", "-vvv"] {
+        let r = build(&secrets, verbose);
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        assert!(
+            r.stderr.contains("running the PEP 517 build"),
+            "debug logging is on: {}",
+            r.stderr
+        );
+        for out in [&r.stdout, &r.stderr] {
+            for needle in ["S3cret", "PIP_INDEX_URL=", "proxyuser"] {
+                assert!(
+                    !out.contains(needle),
+                    "{needle} leaked with {verbose}:\n{out}"
+                );
+            }
+            // stderr is a pipe here, not a terminal: no colour codes.
+            assert!(
+                !out.contains('\u{1b}'),
+                "ANSI escape with {verbose}:\n{out}"
+            );
+        }
+    }
 }
