@@ -200,6 +200,15 @@ impl SealedVenv {
             .lines()
             .map(str::to_owned)
             .collect();
+        // pip itself is half the venv's files and no `--no-isolation` build runs it: it goes,
+        // so each build's verified copy is half the work.
+        let mut cmd = scrubbed_command(&staged_python);
+        cmd.args(["-m", "pip", "uninstall", "--yes", "--quiet", "pip"]);
+        run_logged(cmd, "pip uninstall pip")?;
+        let frozen: Vec<String> = frozen
+            .into_iter()
+            .filter(|l| !l.starts_with("pip=="))
+            .collect();
         let staged_freeze = staging.path().join(FREEZE_FILE);
         std::fs::write(&staged_freeze, frozen.join("\n") + "\n").map_err(io(&staged_freeze))?;
 
