@@ -181,7 +181,10 @@ pub fn rebuild(args: RebuildArgs) -> anyhow::Result<ExitCode> {
         .tempdir()?;
     let mut options =
         crate::cli::build_options(&args.source, &scratch.path().join("out"), epoch, &args.env);
-    options.work_dir = Some(scratch.path().join("work"));
+    // A CUDA wheel reproduces only at its original build path: --work-dir sets it.
+    if options.work_dir.is_none() {
+        options.work_dir = Some(scratch.path().join("work"));
+    }
     // Someone else's release runs its own build code: never next to a trusted build's tools.
     options.trust = vouch_build::TrustLevel::Untrusted;
     output::note(format!("rebuilding {name} from {}", args.source.display()));

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use vouch_core::{ArtifactName, Platform, PythonVersion};
 use vouch_profile::{Cell, Profile};
 
-use crate::cli::{BuildArgs, BuildEnvArgs, Common, build_options, default_cache_dir};
+use crate::cli::{BuildArgs, Common, ToolEnvArgs, build_options, default_cache_dir};
 use crate::output;
 
 #[derive(Subcommand, Debug)]
@@ -26,7 +26,7 @@ pub struct ToolchainArgs {
     #[arg(long)]
     pub cell: String,
     #[command(flatten)]
-    pub env: BuildEnvArgs,
+    pub env: ToolEnvArgs,
     #[command(flatten)]
     pub common: Common,
 }
@@ -125,7 +125,7 @@ fn install_toolchain(
     profile: &Profile,
     cell: &Cell,
     cache_dir: &Path,
-    env: &BuildEnvArgs,
+    env: &ToolEnvArgs,
 ) -> anyhow::Result<Option<vouch_toolchain::Installed>> {
     let Some(spec) = profile.toolchain(cell) else {
         return Ok(None);
@@ -146,7 +146,46 @@ fn install_toolchain(
     Ok(Some(installed))
 }
 
+/// Flags that only mean something together with another are refused alone: a flag vouch
+/// parsed and then dropped would let a user believe it took effect.
+fn refuse_unused_flags(args: &BuildArgs) -> anyhow::Result<()> {
+    let usage = |flag: &str, needs: &str| {
+        Err(anyhow::Error::new(crate::verify_cmd::UsageError(format!(
+            "{flag} applies only with {needs}"
+        ))))
+    };
+    if args.cell.is_none() {
+        if args.sha.is_some() {
+            return usage("--sha (the artifact name's commit)", "--cell");
+        }
+        if args.profile.is_some() {
+            return usage("--profile", "--cell");
+        }
+    }
+    if args.cache.cache.is_none() {
+        let s = &args.cache.scope;
+        let given = [
+            ("--cache-store", args.cache.cache_store.is_some()),
+            (
+                "--cache-password-file",
+                args.cache.cache_password_file.is_some(),
+            ),
+            ("--scope-from-github", s.scope_from_github),
+            ("--event", s.event.is_some()),
+            ("--ref", s.git_ref.is_some()),
+            ("--pr", s.pr.is_some()),
+            ("--base-ref", s.base_ref.is_some()),
+            ("--default-branch", s.default_branch != "main"),
+        ];
+        if let Some((flag, _)) = given.iter().find(|(_, g)| *g) {
+            return usage(flag, "--cache ccache|sccache");
+        }
+    }
+    Ok(())
+}
+
 pub fn build(args: BuildArgs) -> anyhow::Result<ExitCode> {
+    refuse_unused_flags(&args)?;
     if args.cell.is_some() {
         return build_cell(args);
     }
@@ -357,10 +396,14 @@ fn find_reusable(
 fn build_cell(args: BuildArgs) -> anyhow::Result<ExitCode> {
     let started = Instant::now();
     let cell_id = args.cell.clone().expect("checked by the caller");
-    let profile = Profile::load(&args.profile)?;
+    let profile_path = args
+        .profile
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("vouch.toml"));
+    let profile = Profile::load(&profile_path)?;
     let mut cell = profile.find_cell(&cell_id)?;
     cell.env.extend(args.set.iter().cloned());
-    let cache_dir = default_cache_dir(args.env.cache_dir.clone());
+    let cache_dir = default_cache_dir(args.env.tools.cache_dir.clone());
 
     // An sdist is unpacked once here: the inputs digest reads the same files the build does.
     let unpacked;
@@ -372,7 +415,7 @@ fn build_cell(args: BuildArgs) -> anyhow::Result<ExitCode> {
     } else {
         (args.source.clone(), None)
     };
-    let python = vouch_build::Python::find(args.env.python.as_deref())?;
+    let python = vouch_build::Python::find(args.env.tools.python.as_deref())?;
     let want = cell.python.trim_end_matches('t');
     let free_threaded = python.free_threaded;
     if !python.version.starts_with(&format!("{want}."))
@@ -456,7 +499,7 @@ fn build_cell(args: BuildArgs) -> anyhow::Result<ExitCode> {
 
     let trust = crate::cli::trust_level(args.cache.scope.event.as_deref());
     let toolchain_started = Instant::now();
-    let installed = install_toolchain(&profile, &cell, &trust.root(&cache_dir), &args.env)?;
+    let installed = install_toolchain(&profile, &cell, &trust.root(&cache_dir), &args.env.tools)?;
     let toolchain_seconds = toolchain_started.elapsed().as_secs_f64();
 
     let mut options = build_options(

@@ -92,16 +92,25 @@ pub struct EpochArgs {
     pub source_date_epoch: Option<u64>,
 }
 
+/// The interpreter and cache directory, for every command that runs Python or lays out tools.
 #[derive(Args, Debug)]
-pub struct BuildEnvArgs {
+pub struct ToolEnvArgs {
     /// Python interpreter to build for [default: python3 on PATH].
     #[arg(long, value_name = "PATH")]
     pub python: Option<PathBuf>,
-    /// Where vouch keeps its build venvs [default: $XDG_CACHE_HOME/vouch or ~/.cache/vouch].
+    /// Where vouch keeps its build venvs and toolkits, one root per trust level
+    /// [default: $XDG_CACHE_HOME/vouch or ~/.cache/vouch].
     #[arg(long, env = "VOUCH_CACHE_DIR", value_name = "DIR")]
     pub cache_dir: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+pub struct BuildEnvArgs {
+    #[command(flatten)]
+    pub tools: ToolEnvArgs,
     /// Fixed directory the source is copied to and built in [default: <cache-dir>/work];
-    /// locked while a build runs.
+    /// locked while a build runs. vouch empties it only if it made it (or it is empty), and
+    /// never when it holds or lies inside the source or the output.
     #[arg(long, env = "VOUCH_WORK_DIR", value_name = "DIR")]
     pub work_dir: Option<PathBuf>,
 }
@@ -132,9 +141,9 @@ pub struct BuildArgs {
     /// Build one cell of a profile's matrix: its toolchain, template, environment.
     #[arg(long, value_name = "CELL")]
     pub cell: Option<String>,
-    /// The project profile (with --cell).
-    #[arg(long, default_value = "vouch.toml", value_name = "FILE")]
-    pub profile: PathBuf,
+    /// The project profile (with --cell) [default: vouch.toml].
+    #[arg(long, value_name = "FILE")]
+    pub profile: Option<PathBuf>,
     /// Skip the build when DIR holds a wheel with this cell's build-inputs digest (from an
     /// earlier build record); copy it instead.
     #[arg(long, value_name = "DIR", requires = "cell")]
@@ -279,8 +288,8 @@ pub fn build_options(
         source: source.to_owned(),
         out_dir: out.to_owned(),
         source_date_epoch: epoch,
-        python: env.python.clone(),
-        cache_dir: default_cache_dir(env.cache_dir.clone()),
+        python: env.tools.python.clone(),
+        cache_dir: default_cache_dir(env.tools.cache_dir.clone()),
         env: Vec::new(),
         launcher: None,
         work_dir: env

@@ -540,3 +540,46 @@ fn issue12_debug_logs_carry_no_secrets_and_no_colour() {
         }
     }
 }
+
+/// Issue 12, item 1 (every command): a flag vouch would parse and then drop is refused.
+#[test]
+fn issue12_build_refuses_flags_it_would_ignore() {
+    let dir = tempdir();
+    let src = dir.path().join("sample");
+    copy_sample(&src);
+    let out = dir.path().join("out");
+    for (extra, says) in [
+        (vec!["--sha", &"a".repeat(40)], "--sha"),
+        (
+            vec!["--profile", "vouch.toml"],
+            "--profile applies only with --cell",
+        ),
+        (
+            vec!["--cache-store", "/tmp/x"],
+            "--cache-store applies only with --cache",
+        ),
+        (vec!["--event", "push"], "--event applies only with --cache"),
+        (vec!["--pr", "7"], "--pr applies only with --cache"),
+    ] {
+        let r = run(vouch()
+            .arg("build")
+            .arg("--source")
+            .arg(&src)
+            .arg("--out")
+            .arg(&out)
+            .args(&extra));
+        assert_eq!(r.code, 2, "{extra:?}: {}", r.stderr);
+        assert!(r.stderr.contains(says), "{extra:?}: {}", r.stderr);
+        assert!(!out.exists(), "nothing built");
+    }
+    // `toolchain install` builds nothing, so it takes no work directory.
+    let r = run(vouch().args([
+        "toolchain",
+        "install",
+        "--cell",
+        "x",
+        "--work-dir",
+        "/tmp/w",
+    ]));
+    assert_eq!(r.code, 2, "{}", r.stderr);
+}
