@@ -228,7 +228,7 @@ impl SealedVenv {
                 reused: true,
             });
         }
-        let seal = Seal::seal(&root).map_err(seal_err)?;
+        let seal = Seal::make(&root).map_err(seal_err)?;
         seal.write(&seal_path).map_err(seal_err)?;
         Ok(SealedVenv {
             root,

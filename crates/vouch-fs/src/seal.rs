@@ -83,6 +83,9 @@ pub struct Checked {
     pub bytes_hashed: u64,
 }
 
+/// Rewrites a copied file's bytes (relative name, verified bytes).
+pub type Rewrite<'a> = &'a dyn Fn(&str, Vec<u8>) -> Vec<u8>;
+
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> SealError + '_ {
     move |source| SealError::Io {
         path: path.to_owned(),
@@ -198,7 +201,7 @@ fn set_writable(path: &Path, meta: &std::fs::Metadata, writable: bool) -> Result
 
 impl Seal {
     /// Makes every file and directory under `root` read-only, then records it.
-    pub fn seal(root: &Path) -> Result<Seal, SealError> {
+    pub fn make(root: &Path) -> Result<Seal, SealError> {
         // Modes first: a chmod changes ctime, and the record must hold the final identity.
         let entries = walk(root)?;
         for (_, path, meta) in entries.iter().rev() {
@@ -255,7 +258,7 @@ impl Seal {
         &self,
         root: &Path,
         dest: &Path,
-        rewrite: &dyn Fn(&str, Vec<u8>) -> Vec<u8>,
+        rewrite: Rewrite<'_>,
     ) -> Result<Checked, SealError> {
         std::fs::create_dir(dest).map_err(io(dest))?;
         self.walk_checked(root, true, Some((dest, rewrite)))
@@ -265,7 +268,7 @@ impl Seal {
         &self,
         root: &Path,
         full: bool,
-        copy: Option<(&Path, &dyn Fn(&str, Vec<u8>) -> Vec<u8>)>,
+        copy: Option<(&Path, Rewrite<'_>)>,
     ) -> Result<Checked, SealError> {
         let changed = |path: &str, what| SealError::Changed {
             tree: root.to_owned(),
@@ -444,7 +447,7 @@ mod tests {
     fn a_same_size_rewrite_an_added_file_and_a_retargeted_link_are_caught() {
         let d = tree();
         let root = d.path().join("t");
-        let seal = Seal::seal(&root).unwrap();
+        let seal = Seal::make(&root).unwrap();
         let record = d.path().join("t.seal.json");
         seal.write(&record).unwrap();
         let seal = Seal::read(&record).unwrap();
@@ -472,14 +475,14 @@ mod tests {
 
         let d = tree();
         let root = d.path().join("t");
-        let seal = Seal::seal(&root).unwrap();
+        let seal = Seal::make(&root).unwrap();
         remove_tree(&root.join("bin")).ok();
         let err = seal.check(&root, false).unwrap_err().to_string();
         assert!(err.contains("was removed"), "{err}");
 
         let d = tree();
         let root = d.path().join("t");
-        let seal = Seal::seal(&root).unwrap();
+        let seal = Seal::make(&root).unwrap();
         let mut p = std::fs::metadata(&root).unwrap().permissions();
         #[allow(clippy::permissions_set_readonly_false)]
         p.set_readonly(false);
@@ -492,7 +495,7 @@ mod tests {
         {
             let d = tree();
             let root = d.path().join("t");
-            let seal = Seal::seal(&root).unwrap();
+            let seal = Seal::make(&root).unwrap();
             let mut p = std::fs::metadata(&root).unwrap().permissions();
             #[allow(clippy::permissions_set_readonly_false)]
             p.set_readonly(false);
@@ -508,7 +511,7 @@ mod tests {
     fn copies_hold_the_recorded_bytes() {
         let d = tree();
         let root = d.path().join("t");
-        let seal = Seal::seal(&root).unwrap();
+        let seal = Seal::make(&root).unwrap();
         let dest = d.path().join("copy");
         let c = seal
             .copy_to(&root, &dest, &|rel, b| {

@@ -329,7 +329,7 @@ pub fn install(req: &Request<'_>) -> Result<Installed, ToolchainError> {
     fixup::fix_tree(&cuda_path)?;
 
     let _ = std::fs::remove_dir_all(staging.path().join("download"));
-    let seal = Seal::seal(&tree).map_err(ToolchainError::Seal)?;
+    let seal = Seal::make(&tree).map_err(ToolchainError::Seal)?;
     seal.write(&staging.path().join(SEAL))
         .map_err(ToolchainError::Seal)?;
     let manifest = Manifest {
