@@ -6,10 +6,92 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context as _;
-use clap::{Args, Subcommand};
-use vouch_cache::{GatewayStats, RunningGateway, Scope, ScopePolicy, Tool, Trigger};
+use clap::{Args, Subcommand, ValueEnum};
+use vouch_cache::{
+    GatewayStats, GatewayUrl, RunningGateway, Scope, ScopePolicy, Tool, ToolStats, Trigger,
+};
 
 use crate::output;
+use crate::verify_cmd::UsageError;
+
+/// Errors of the scope flags and `cache` subcommands that are not usage errors.
+#[derive(Debug, thiserror::Error)]
+pub enum CacheCmdError {
+    #[error(
+        "--scope-from-github: {0} is not set; run inside GitHub Actions, or give --event (and --ref, --pr, --base-ref)"
+    )]
+    NotInActions(&'static str),
+    #[error("--scope-from-github: the event payload {path:?} is not JSON")]
+    EventPayload {
+        path: String,
+        #[source]
+        source: serde_json::Error,
+    },
+    /// The URL is shown without its path: that is the gateway's secret.
+    #[error("cannot read the gateway's counters from {url}")]
+    Stats {
+        url: String,
+        #[source]
+        source: reqwest::Error,
+    },
+}
+
+fn usage(msg: impl Into<String>) -> anyhow::Error {
+    UsageError(msg.into()).into()
+}
+
+/// `--listen`: loopback only, so neither the network nor a container next door reaches it.
+fn loopback_listen(s: &str) -> Result<SocketAddr, String> {
+    let addr: SocketAddr = s
+        .parse()
+        .map_err(|e| format!("{s:?} is not an IP:PORT address ({e})"))?;
+    if addr.ip().is_loopback() {
+        Ok(addr)
+    } else {
+        Err(format!(
+            "{addr} is not a loopback address; the gateway listens on 127.0.0.0/8 or [::1] only"
+        ))
+    }
+}
+
+/// `cache env` output formats.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum EnvFormat {
+    /// `export NAME=value` lines, each value quoted for POSIX sh where it needs it.
+    Sh,
+    /// `NAME=value` lines for `$GITHUB_ENV`.
+    GithubEnv,
+    Json,
+}
+
+/// Where a `cache env`/`cache stats` command finds the gateway.
+#[derive(Args, Debug, Clone)]
+#[group(required = true, multiple = false)]
+pub struct UrlArgs {
+    /// The gateway URL `cache serve` printed (it carries the gateway's secret; on a shared
+    /// host prefer --url-file, since a command line is visible to every local user).
+    #[arg(long, value_name = "URL")]
+    pub url: Option<GatewayUrl>,
+    /// File holding the gateway URL (what `cache serve --url-file` wrote).
+    #[arg(long, value_name = "FILE")]
+    pub url_file: Option<PathBuf>,
+}
+
+impl UrlArgs {
+    fn get(&self) -> anyhow::Result<GatewayUrl> {
+        if let Some(u) = &self.url {
+            return Ok(u.clone());
+        }
+        let file = self
+            .url_file
+            .as_ref()
+            .expect("clap requires --url or --url-file");
+        let text = std::fs::read_to_string(file)
+            .with_context(|| format!("reading the gateway URL from {file:?}"))?;
+        GatewayUrl::parse(text.trim_end_matches(['\n', '\r']))
+            .map_err(|e| usage(format!("--url-file {file:?}: {e}")))
+    }
+}
 
 /// Exit code when a credential can write a scope it must not.
 pub const FENCE_OPEN: u8 = 20;
@@ -37,11 +119,13 @@ pub fn store_with_password(spec: &str, file: Option<&std::path::Path>) -> anyhow
     let (scheme, rest) = spec
         .split_once("://")
         .filter(|(s, _)| s.starts_with("redis"))
-        .context("a password file only applies to redis:// stores")?;
+        .ok_or_else(|| usage("a password file only applies to redis:// stores"))?;
     let (user, host) = match rest.split_once('@') {
-        Some((u, _)) if u.contains(':') => anyhow::bail!(crate::verify_cmd::UsageError(
-            "the store URL already has a password; give it only in the file".into()
-        )),
+        Some((u, _)) if u.contains(':') => {
+            return Err(usage(
+                "the store URL already has a password; give it only in the file",
+            ));
+        }
         Some((u, h)) => (u, h),
         None => ("", rest),
     };
@@ -63,6 +147,8 @@ pub struct ScopeArgs {
     pub pr: Option<u64>,
     #[arg(long, value_name = "BRANCH", conflicts_with = "scope_from_github")]
     pub base_ref: Option<String>,
+    /// The repository's default branch (with --scope-from-github: when the event payload
+    /// does not name it).
     #[arg(long, default_value = "main", value_name = "BRANCH")]
     pub default_branch: String,
 }
@@ -72,13 +158,14 @@ impl ScopeArgs {
         if self.scope_from_github {
             let env: BTreeMap<String, String> = std::env::vars().collect();
             let get = |k: &str| env.get(k).cloned().filter(|v| !v.is_empty());
-            let event = get("GITHUB_EVENT_NAME").context("GITHUB_EVENT_NAME is not set")?;
+            let event =
+                get("GITHUB_EVENT_NAME").ok_or(CacheCmdError::NotInActions("GITHUB_EVENT_NAME"))?;
             let git_ref = get("GITHUB_REF").unwrap_or_default();
             let payload: serde_json::Value = match get("GITHUB_EVENT_PATH") {
                 Some(p) => serde_json::from_str(
                     &std::fs::read_to_string(&p).with_context(|| format!("reading {p:?}"))?,
                 )
-                .with_context(|| format!("{p:?} is not JSON"))?,
+                .map_err(|source| CacheCmdError::EventPayload { path: p, source })?,
                 None => serde_json::Value::Null,
             };
             let pr = payload["pull_request"]["number"].as_u64().or_else(|| {
@@ -103,17 +190,45 @@ impl ScopeArgs {
                 from_fork,
             });
         }
+        let event = self.event.clone().ok_or_else(|| {
+            usage("give --event (and --ref, --pr, --base-ref) or --scope-from-github")
+        })?;
+        self.check_consistent(&event)?;
         Ok(Trigger {
-            event: self
-                .event
-                .clone()
-                .context("give --event (and --ref, --pr, --base-ref) or --scope-from-github")?,
+            event,
             git_ref: self.git_ref.clone().unwrap_or_default(),
             pr: self.pr,
             base_ref: self.base_ref.clone(),
             default_branch: self.default_branch.clone(),
             from_fork: false,
         })
+    }
+
+    /// Refuses flags the event's policy would ignore: `--event push --pr 7` must not quietly
+    /// become a trusted build that writes `branch/<name>`.
+    fn check_consistent(&self, event: &str) -> anyhow::Result<()> {
+        let push_like = matches!(
+            event,
+            "push" | "workflow_dispatch" | "schedule" | "merge_group"
+        );
+        if push_like && (self.pr.is_some() || self.base_ref.is_some()) {
+            return Err(usage(format!(
+                "--pr and --base-ref describe a pull request; a {event} build's scope comes from --ref alone"
+            )));
+        }
+        if let ("pull_request", Some(r)) = (event, self.git_ref.as_deref()) {
+            let n = r
+                .strip_prefix("refs/pull/")
+                .and_then(|rest| rest.split_once('/'))
+                .and_then(|(n, _)| n.parse::<u64>().ok());
+            if n.is_none() || n != self.pr {
+                return Err(usage(format!(
+                    "--ref {r:?} is not refs/pull/<N>/… for --pr {}",
+                    self.pr.map_or("(none)".into(), |n| n.to_string())
+                )));
+            }
+        }
+        Ok(())
     }
 
     pub fn policy(&self) -> anyhow::Result<ScopePolicy> {
@@ -133,9 +248,10 @@ pub enum CacheCommand {
         password_file: Option<PathBuf>,
         #[command(flatten)]
         scope: ScopeArgs,
-        #[arg(long, default_value = "127.0.0.1:0")]
+        /// A loopback address (127.0.0.0/8 or [::1]); any other is refused.
+        #[arg(long, default_value = "127.0.0.1:0", value_parser = loopback_listen)]
         listen: SocketAddr,
-        /// Also write the URL to this file.
+        /// Also write the URL to this file (mode 0600: the URL carries the gateway's secret).
         #[arg(long, value_name = "FILE")]
         url_file: Option<PathBuf>,
         /// Largest entry accepted (bytes); larger PUTs get 413.
@@ -146,19 +262,19 @@ pub enum CacheCommand {
     Env {
         #[arg(long)]
         tool: Tool,
-        #[arg(long, value_name = "URL")]
-        url: String,
+        #[command(flatten)]
+        url: UrlArgs,
         /// The tool's local state directory.
         #[arg(long, value_name = "DIR", default_value = ".vouch-cache-local")]
         local_dir: PathBuf,
-        /// sh (export lines), github-env (for $GITHUB_ENV), json.
-        #[arg(long, default_value = "sh")]
-        format: String,
+        #[arg(long, value_enum, default_value_t = EnvFormat::Sh)]
+        format: EnvFormat,
     },
     /// Print a gateway's counters (and the compiler cache's own, with --tool).
     Stats {
-        #[arg(long, value_name = "URL")]
-        url: String,
+        #[command(flatten)]
+        url: UrlArgs,
+        /// Also the compiler cache's own counters (asked in this environment).
         #[arg(long)]
         tool: Option<Tool>,
         /// Markdown table for $GITHUB_STEP_SUMMARY.
@@ -180,7 +296,7 @@ pub enum CacheCommand {
     },
 }
 
-pub fn markdown(stats: &GatewayStats) -> String {
+pub fn markdown(stats: &GatewayStats, tool: Option<&ToolStats>) -> String {
     let mut s = String::from("| scope | hits | bytes |\n|---|---:|---:|\n");
     for l in &stats.layers {
         s.push_str(&format!(
@@ -199,7 +315,55 @@ pub fn markdown(stats: &GatewayStats) -> String {
             .hit_rate()
             .map_or("-".to_owned(), |r| format!("{:.1}%", r * 100.0))
     ));
+    if stats.unauthorized > 0 {
+        s.push_str(&format!(
+            "\n{} requests refused for a missing or wrong gateway secret\n",
+            stats.unauthorized
+        ));
+    }
+    if let Some(t) = tool {
+        let n = |v: Option<u64>| v.map_or("-".to_owned(), |v| v.to_string());
+        s.push_str(&format!(
+            "\n{}: {} hits, {} misses\n",
+            t.tool.name(),
+            n(t.hits),
+            n(t.misses)
+        ));
+    }
     s
+}
+
+/// `cache env` output. Every value is quoted for its format, or refused where the format
+/// cannot carry it.
+fn render_env(env: &[(String, String)], format: EnvFormat) -> anyhow::Result<String> {
+    let mut out = String::new();
+    match format {
+        EnvFormat::Sh => {
+            for (k, v) in env {
+                let quoted = shlex::try_quote(v)
+                    .map_err(|_| usage(format!("{k}: {v:?} holds a NUL byte")))?;
+                out.push_str(&format!("export {k}={quoted}\n"));
+            }
+        }
+        EnvFormat::GithubEnv => {
+            for (k, v) in env {
+                // One `NAME=value` per line: a line break would start a variable of the
+                // value's choosing.
+                if v.contains(['\n', '\r', '\0']) {
+                    return Err(usage(format!(
+                        "{k}: {v:?} holds a line break or NUL, which $GITHUB_ENV cannot carry"
+                    )));
+                }
+                out.push_str(&format!("{k}={v}\n"));
+            }
+        }
+        EnvFormat::Json => {
+            let map: BTreeMap<&str, &str> =
+                env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+            out = serde_json::to_string_pretty(&map)? + "\n";
+        }
+    }
+    Ok(out)
 }
 
 pub fn run(cmd: CacheCommand) -> anyhow::Result<ExitCode> {
@@ -212,6 +376,8 @@ pub fn run(cmd: CacheCommand) -> anyhow::Result<ExitCode> {
             url_file,
             max_entry_bytes,
         } => {
+            // Checked here, not by clap, whose message would repeat a password in the spec.
+            vouch_cache::check_store_spec(&store).map_err(|e| usage(e.to_string()))?;
             let store = store_with_password(&store, password_file.as_deref())?;
             let policy = scope.policy()?;
             output::note(format!(
@@ -221,10 +387,11 @@ pub fn run(cmd: CacheCommand) -> anyhow::Result<ExitCode> {
                 policy.read.iter().map(Scope::as_str).collect::<Vec<_>>()
             ));
             let gw = RunningGateway::start(&store, policy, listen, max_entry_bytes)?;
-            output::data(&gw.url);
             if let Some(f) = url_file {
-                crate::attest_cmd::write_atomically(&f, gw.url.as_bytes())?;
+                vouch_fs::write_atomically(&f, gw.url.as_bytes(), vouch_fs::Mode::Private)
+                    .with_context(|| format!("writing the gateway URL to {f:?}"))?;
             }
+            output::data(&gw.url);
             loop {
                 std::thread::park();
             }
@@ -235,23 +402,17 @@ pub fn run(cmd: CacheCommand) -> anyhow::Result<ExitCode> {
             local_dir,
             format,
         } => {
+            let url = url.get()?;
+            // A lossy rendering would point the tool at some other directory.
+            if local_dir.to_str().is_none() {
+                return Err(usage(format!("--local-dir {local_dir:?} is not UTF-8")));
+            }
             let port = std::net::TcpListener::bind("127.0.0.1:0")?
                 .local_addr()?
                 .port();
             let mut env = vouch_cache::tool_env(tool, &url, &local_dir, port);
             env.push(("VOUCH_COMPILER_LAUNCHER".into(), tool.name().into()));
-            match format.as_str() {
-                "sh" => env
-                    .iter()
-                    .for_each(|(k, v)| output::data(format!("export {k}='{v}'"))),
-                "github-env" => env
-                    .iter()
-                    .for_each(|(k, v)| output::data(format!("{k}={v}"))),
-                "json" => output::json(&env.into_iter().collect::<BTreeMap<_, _>>()),
-                other => anyhow::bail!(crate::verify_cmd::UsageError(format!(
-                    "--format {other:?}: expected sh, github-env or json"
-                ))),
-            }
+            output::data(render_env(&env, format)?.trim_end_matches('\n'));
             Ok(ExitCode::SUCCESS)
         }
         CacheCommand::Stats {
@@ -259,29 +420,26 @@ pub fn run(cmd: CacheCommand) -> anyhow::Result<ExitCode> {
             tool,
             markdown: md,
         } => {
+            let url = url.get()?;
             let rt = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()?;
             let stats: GatewayStats = rt
                 .block_on(async {
-                    let resp = reqwest::get(format!("{url}/_vouch/stats"))
+                    reqwest::get(url.join("_vouch/stats"))
                         .await?
-                        .error_for_status()?;
-                    anyhow::Ok(resp.json().await?)
+                        .error_for_status()?
+                        .json()
+                        .await
                 })
-                .with_context(|| format!("reading the gateway's counters from {url}"))?;
-            let tool_stats = match tool {
-                Some(Tool::Sccache) => Some(run_tool(&[
-                    "sccache",
-                    "--show-stats",
-                    "--stats-format",
-                    "json",
-                ])?),
-                Some(Tool::Ccache) => Some(run_tool(&["ccache", "--print-stats"])?),
-                None => None,
-            };
+                .map_err(|source| CacheCmdError::Stats {
+                    url: url.redacted(),
+                    // reqwest would print the whole URL, secret included.
+                    source: source.without_url(),
+                })?;
+            let tool_stats = tool.map(vouch_cache::read_tool_stats).transpose()?;
             if md {
-                output::data(markdown(&stats));
+                output::data(markdown(&stats, tool_stats.as_ref()));
             } else {
                 output::json(&serde_json::json!({ "gateway": stats, "tool": tool_stats }));
             }
@@ -293,6 +451,7 @@ pub fn run(cmd: CacheCommand) -> anyhow::Result<ExitCode> {
             scope,
             json,
         } => {
+            vouch_cache::check_redis_spec(&store).map_err(|e| usage(e.to_string()))?;
             let store = store_with_password(&store, password_file.as_deref())?;
             let policy = scope.policy()?;
             let t = scope.trigger()?;
@@ -334,13 +493,4 @@ pub fn run(cmd: CacheCommand) -> anyhow::Result<ExitCode> {
             }
         }
     }
-}
-
-fn run_tool(argv: &[&str]) -> anyhow::Result<serde_json::Value> {
-    let out = std::process::Command::new(argv[0])
-        .args(&argv[1..])
-        .output()
-        .with_context(|| format!("running {}", argv.join(" ")))?;
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    Ok(serde_json::from_str(&text).unwrap_or(serde_json::Value::String(text)))
 }

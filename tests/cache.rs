@@ -399,8 +399,11 @@ impl Drop for Served {
     }
 }
 
-fn serve(dir: &Path, store: &Path, args: &[&str]) -> Served {
-    let url_file = dir.join(format!("url-{}", args.join("-").replace('/', "_")));
+fn serve(dir: &Path, store: impl AsRef<std::ffi::OsStr>, args: &[&str]) -> Served {
+    let url_file = dir.join(format!(
+        "url-{}",
+        args.join("-").replace(['/', ':', '.'], "_")
+    ));
     let child = std::process::Command::new(env!("CARGO_BIN_EXE_vouch"))
         .args(["cache", "serve", "--store"])
         .arg(store)
@@ -546,10 +549,10 @@ fn cache_env_formats() {
     ]));
     assert_eq!(sh.code, 0, "{}", sh.stderr);
     insta::assert_snapshot!(sh.stdout, @r"
-    export CCACHE_DIR='/var/cache/x'
-    export CCACHE_REMOTE_STORAGE='http://127.0.0.1:4000/ccache'
-    export CCACHE_REMOTE_ONLY='true'
-    export VOUCH_COMPILER_LAUNCHER='ccache'
+    export CCACHE_DIR=/var/cache/x
+    export CCACHE_REMOTE_STORAGE=http://127.0.0.1:4000/ccache
+    export CCACHE_REMOTE_ONLY=true
+    export VOUCH_COMPILER_LAUNCHER=ccache
     ");
     let gh = run(vouch().args([
         "cache",
@@ -628,8 +631,507 @@ fn gateway_refuses_writes_outside_policy_and_bad_requests() {
     });
     drop(served);
     let (put, get, traversal, delete, stats) = statuses;
-    assert_eq!((put, get, traversal, delete), (403, 404, 404, 405));
+    // The client resolves the `..`s above the secret segment, so the gateway sees a request
+    // without its secret.
+    assert_eq!((put, get, traversal, delete), (403, 404, 403, 405));
     assert_eq!(stats["refused_writes"], 1);
     assert_eq!(stats["write_scope"], Value::Null);
     assert!(!store.exists(), "nothing was written");
+}
+
+/// Runs `cmd` for at most `secs`; `None` if it was still running (then it is killed).
+fn run_bounded(cmd: &mut std::process::Command, secs: u64) -> Option<Run> {
+    let mut child = cmd
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    for _ in 0..secs * 20 {
+        if child.try_wait().unwrap().is_some() {
+            let out = child.wait_with_output().unwrap();
+            return Some(Run {
+                code: out.status.code().unwrap_or(-1),
+                stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+                stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+            });
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    None
+}
+
+/// Files under a directory store, as `<scope>/<key>` paths.
+fn dir_entries(store: &Path) -> Vec<String> {
+    let mut keys = store_keys(&store.display().to_string(), None);
+    keys.sort();
+    keys
+}
+
+fn request(c: &reqwest::Client, method: &str, url: &str, body: Option<&str>) -> (u16, String) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let mut r = c.request(reqwest::Method::from_bytes(method.as_bytes()).unwrap(), url);
+        if let Some(b) = body {
+            r = r.body(b.to_owned());
+        }
+        let resp = r.send().await.unwrap();
+        let status = resp.status().as_u16();
+        (status, resp.text().await.unwrap_or_default())
+    })
+}
+
+const SECRET_LIKE: &str = "0123456789abcdef0123456789abcdef";
+
+#[test]
+fn issue12_cache_env_refuses_hostile_urls() {
+    let dir = tempdir();
+    let pwned = dir.path().join("PWNED");
+    let p = pwned.display();
+    for url in [
+        format!("http://127.0.0.1:4000'; touch {p}; '"),
+        format!("http://127.0.0.1:4000/$(touch {p})"),
+        format!("http://127.0.0.1:4000/`touch {p}`"),
+        "http://127.0.0.1:4000\nCCACHE_DIR=/tmp/evil".to_owned(),
+        "http://127.0.0.1:4000/x\rEVIL=1".to_owned(),
+        "http://127.0.0.1:4000/a?x='".to_owned(),
+        "http://127.0.0.1:4000/%24%28id%29".to_owned(),
+        "http://u:pw@127.0.0.1:4000".to_owned(),
+        "https://127.0.0.1:4000".to_owned(),
+        "http://10.1.2.3:4000".to_owned(),
+        "http://cache.example.com:4000".to_owned(),
+        "junk".to_owned(),
+    ] {
+        for format in ["sh", "github-env", "json"] {
+            let r = run(vouch()
+                .args([
+                    "cache", "env", "--tool", "ccache", "--format", format, "--url",
+                ])
+                .arg(&url)
+                .current_dir(dir.path()));
+            assert_eq!(r.code, 2, "{url:?} ({format}) was accepted:\n{}", r.stdout);
+            assert_eq!(r.stdout, "", "{url:?} ({format})");
+        }
+    }
+    // The same check on a URL read from a file.
+    let f = dir.path().join("url");
+    std::fs::write(&f, format!("http://127.0.0.1:4000/$(touch {p})\n")).unwrap();
+    let r = run(vouch()
+        .args(["cache", "env", "--tool", "sccache", "--url-file"])
+        .arg(&f));
+    assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
+    let r = run(vouch().args([
+        "cache",
+        "env",
+        "--tool",
+        "ccache",
+        "--url",
+        "http://127.0.0.1:4000",
+        "--format",
+        "nonsense",
+    ]));
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(!pwned.exists());
+}
+
+#[test]
+fn issue12_cache_env_sh_output_sets_exactly_the_value_and_runs_nothing() {
+    let dir = tempdir();
+    let pwned = dir.path().join("PWNED");
+    let p = pwned.display();
+    // The local dir is free text: everything a shell could act on.
+    let hostile =
+        format!("/tmp/x'; touch {p}; '\n$(touch {p})`touch {p}`\"$HOME\" *;{{a,b}}!^#~ \\ %");
+    let url = format!("http://127.0.0.1:4000/{SECRET_LIKE}");
+    for (tool, vars, remote) in [
+        (
+            "ccache",
+            ["CCACHE_DIR", "CCACHE_REMOTE_STORAGE"],
+            format!("{url}/ccache"),
+        ),
+        (
+            "sccache",
+            ["SCCACHE_DIR", "SCCACHE_WEBDAV_ENDPOINT"],
+            format!("{url}/sccache"),
+        ),
+    ] {
+        let r = run(vouch()
+            .args(["cache", "env", "--tool", tool, "--url", &url, "--local-dir"])
+            .arg(&hostile));
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        let script = format!(
+            "{}\nprintf '%s\\0' \"${}\" \"${}\" \"$VOUCH_COMPILER_LAUNCHER\"",
+            r.stdout, vars[0], vars[1]
+        );
+        let out = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(&script)
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "sh: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let values: Vec<String> = String::from_utf8(out.stdout)
+            .unwrap()
+            .split_terminator('\0')
+            .map(str::to_owned)
+            .collect();
+        assert_eq!(values, [hostile.clone(), remote, tool.to_owned()]);
+        assert!(
+            !pwned.exists(),
+            "the sh output ran a command:\n{}",
+            r.stdout
+        );
+    }
+    // $GITHUB_ENV takes one NAME=value per line: a line break cannot be carried, so refuse.
+    let r = run(vouch()
+        .args(["cache", "env", "--tool", "ccache", "--format", "github-env"])
+        .args(["--url", &url, "--local-dir"])
+        .arg(&hostile));
+    assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
+    assert_eq!(r.stdout, "");
+    let r = run(vouch()
+        .args(["cache", "env", "--tool", "ccache", "--format", "github-env"])
+        .args(["--url", &url, "--local-dir", "/tmp/a'$(b)"]));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(
+        r.stdout.lines().collect::<Vec<_>>(),
+        [
+            "CCACHE_DIR=/tmp/a'$(b)".to_owned(),
+            format!("CCACHE_REMOTE_STORAGE={url}/ccache"),
+            "CCACHE_REMOTE_ONLY=true".to_owned(),
+            "VOUCH_COMPILER_LAUNCHER=ccache".to_owned(),
+        ]
+    );
+}
+
+#[test]
+fn issue12_serve_refuses_non_loopback_listen() {
+    let dir = tempdir();
+    for addr in ["0.0.0.0:0", "[::]:0", "192.168.1.10:0", "10.1.2.3:4000"] {
+        let r = run_bounded(
+            std::process::Command::new(env!("CARGO_BIN_EXE_vouch"))
+                .args(["cache", "serve", "--store"])
+                .arg(dir.path().join("store"))
+                .args([
+                    "--event",
+                    "push",
+                    "--ref",
+                    "refs/heads/main",
+                    "--listen",
+                    addr,
+                ]),
+            20,
+        )
+        .unwrap_or_else(|| panic!("cache serve --listen {addr} kept serving"));
+        assert_eq!(r.code, 2, "--listen {addr}: {}", r.stderr);
+        assert!(r.stderr.contains("loopback"), "{}", r.stderr);
+        assert_eq!(r.stdout, "");
+    }
+    assert!(!dir.path().join("store").exists());
+}
+
+#[test]
+fn issue12_gateway_refuses_requests_without_the_secret() {
+    let dir = tempdir();
+    let store = dir.path().join("store");
+    let known = store.join("branch/main/ccache/aa/known");
+    std::fs::create_dir_all(known.parent().unwrap()).unwrap();
+    std::fs::write(&known, "trusted entry").unwrap();
+    let served = serve(dir.path(), &store, TRUSTED);
+    let url = served.url.clone();
+    let shape = regex::Regex::new(r"^http://127\.0\.0\.1:[0-9]+/[0-9a-f]{32}$").unwrap();
+    assert!(shape.is_match(&url), "no secret in {url:?}");
+    let url_file = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.file_name().unwrap().to_str().unwrap().starts_with("url-"))
+        .unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&url_file).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600, "the URL file holds the secret");
+    }
+    let (base, secret) = url.rsplit_once('/').unwrap();
+    let wrong = SECRET_LIKE;
+    assert_ne!(secret, wrong);
+    let c = reqwest::Client::new();
+    let attempts: Vec<(&str, String)> = vec![
+        ("PUT", format!("{base}/ccache/aa/evil")),
+        ("PUT", format!("{base}/{wrong}/ccache/aa/evil")),
+        ("PUT", format!("{base}/{}/ccache/aa/evil", &secret[..31])),
+        ("PUT", format!("{base}/{secret}x/ccache/aa/evil")),
+        ("PUT", format!("{base}/x/{secret}/ccache/aa/evil")),
+        (
+            "PUT",
+            format!("{base}/{}/ccache/aa/evil", secret.to_uppercase()),
+        ),
+        ("MKCOL", format!("{base}/{wrong}/ccache/")),
+        ("GET", format!("{base}/ccache/aa/known")),
+        ("GET", format!("{base}/{wrong}/ccache/aa/known")),
+        ("HEAD", format!("{base}/{wrong}/ccache/aa/known")),
+        ("PROPFIND", format!("{base}/{wrong}/ccache/aa/known")),
+        ("PROPFIND", format!("{base}/")),
+        ("GET", format!("{base}/_vouch/stats")),
+        ("GET", format!("{base}/{wrong}/_vouch/stats")),
+    ];
+    for (method, u) in &attempts {
+        let (status, body) = request(&c, method, u, Some("poison"));
+        assert_eq!(status, 403, "{method} {u}: {body}");
+        assert!(
+            !body.contains("trusted entry"),
+            "{method} {u} read the store"
+        );
+    }
+    assert_eq!(
+        dir_entries(&store),
+        ["branch/main/ccache/aa/known"],
+        "a request without the secret wrote to the store"
+    );
+    assert_eq!(std::fs::read_to_string(&known).unwrap(), "trusted entry");
+    // With the secret, the same gateway serves reads and writes.
+    assert_eq!(
+        request(&c, "GET", &format!("{url}/ccache/aa/known"), None),
+        (200, "trusted entry".to_owned())
+    );
+    assert_eq!(
+        request(&c, "PUT", &format!("{url}/ccache/bb/new"), Some("x")).0,
+        201
+    );
+    let (status, stats) = request(&c, "GET", &format!("{url}/_vouch/stats"), None);
+    assert_eq!(status, 200);
+    let stats: Value = serde_json::from_str(&stats).unwrap();
+    assert_eq!(stats["unauthorized"], attempts.len() as u64, "{stats}");
+    assert_eq!(
+        (stats["hits"].as_u64(), stats["writes"].as_u64()),
+        (Some(1), Some(1))
+    );
+}
+
+/// Read-only triggers read the trusted scope and never write: the check a mutant removed
+/// (it wrote into branch/main's cache) with every test still passing.
+#[test]
+fn issue12_read_only_triggers_refuse_put() {
+    let redis = RedisServer::start();
+    let triggers: [&[&str]; 2] = [
+        &[
+            "--event",
+            "pull_request_target",
+            "--ref",
+            "refs/heads/main",
+            "--pr",
+            "7",
+            "--base-ref",
+            "main",
+        ],
+        &["--event", "workflow_run", "--ref", "refs/heads/main"],
+    ];
+    for trigger in triggers {
+        for on_redis in [false, true] {
+            let dir = tempdir();
+            let store_dir = dir.path().join("store");
+            let store = if on_redis {
+                redis.cli(&["FLUSHALL"]);
+                redis.cli(&["SET", "branch/main/ccache/aa/known", "trusted entry"]);
+                redis.url()
+            } else {
+                let known = store_dir.join("branch/main/ccache/aa/known");
+                std::fs::create_dir_all(known.parent().unwrap()).unwrap();
+                std::fs::write(&known, "trusted entry").unwrap();
+                store_dir.display().to_string()
+            };
+            let what = format!("{} on {store}", trigger[1]);
+            let served = serve(dir.path(), &store, trigger);
+            let url = &served.url;
+            let c = reqwest::Client::new();
+            assert_eq!(
+                request(&c, "GET", &format!("{url}/ccache/aa/known"), None),
+                (200, "trusted entry".to_owned()),
+                "{what}: reads branch/main"
+            );
+            for key in ["ccache/aa/known", "ccache/bb/new", "sccache/c/d/e"] {
+                let (status, body) = request(&c, "PUT", &format!("{url}/{key}"), Some("poison"));
+                assert_eq!(status, 403, "{what}: PUT {key}: {body}");
+            }
+            assert_eq!(
+                request(&c, "MKCOL", &format!("{url}/sccache/c/"), None).0,
+                405,
+                "{what}"
+            );
+            let (_, stats) = request(&c, "GET", &format!("{url}/_vouch/stats"), None);
+            let stats: Value = serde_json::from_str(&stats).unwrap();
+            assert_eq!(stats["write_scope"], Value::Null, "{what}");
+            assert_eq!(stats["writes"], 0, "{what}");
+            assert_eq!(stats["refused_writes"], 3, "{what}");
+            drop(served);
+            if on_redis {
+                assert_eq!(
+                    redis.cli(&["--raw", "KEYS", "*"]).trim(),
+                    "branch/main/ccache/aa/known",
+                    "{what}: a new entry was written"
+                );
+                assert_eq!(
+                    redis
+                        .cli(&["--raw", "GET", "branch/main/ccache/aa/known"])
+                        .trim(),
+                    "trusted entry"
+                );
+            } else {
+                assert_eq!(
+                    dir_entries(&store_dir),
+                    ["branch/main/ccache/aa/known"],
+                    "{what}: a new entry was written"
+                );
+                assert_eq!(
+                    std::fs::read_to_string(store_dir.join("branch/main/ccache/aa/known")).unwrap(),
+                    "trusted entry"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn issue12_cache_errors_are_typed_usage_errors() {
+    let dir = tempdir();
+    let cases: Vec<(Vec<String>, &str)> = vec![
+        (vec!["stats".into(), "--url".into(), "junk".into()], "junk"),
+        (
+            vec![
+                "check".into(),
+                "--store".into(),
+                "/tmp".into(),
+                "--event".into(),
+                "push".into(),
+                "--ref".into(),
+                "refs/heads/main".into(),
+            ],
+            "probes what a redis:// credential may write",
+        ),
+        (
+            vec![
+                "serve".into(),
+                "--store".into(),
+                "ftp://u:secretpw@host/x".into(),
+                "--event".into(),
+                "push".into(),
+            ],
+            "expected a directory path or redis://",
+        ),
+        (
+            vec![
+                "serve".into(),
+                "--store".into(),
+                dir.path().join("store").display().to_string(),
+                "--password-file".into(),
+                "/dev/null".into(),
+                "--event".into(),
+                "push".into(),
+                "--ref".into(),
+                "refs/heads/main".into(),
+            ],
+            "only applies to redis:// stores",
+        ),
+        (
+            vec![
+                "check".into(),
+                "--store".into(),
+                "redis://127.0.0.1:1".into(),
+            ],
+            "give --event",
+        ),
+        // Flags the event's policy would drop.
+        (
+            vec![
+                "check".into(),
+                "--store".into(),
+                "redis://127.0.0.1:1".into(),
+                "--event".into(),
+                "push".into(),
+                "--ref".into(),
+                "refs/heads/main".into(),
+                "--pr".into(),
+                "7".into(),
+            ],
+            "--pr and --base-ref describe a pull request",
+        ),
+        (
+            vec![
+                "check".into(),
+                "--store".into(),
+                "redis://127.0.0.1:1".into(),
+                "--event".into(),
+                "pull_request".into(),
+                "--ref".into(),
+                "refs/pull/8/merge".into(),
+                "--pr".into(),
+                "7".into(),
+                "--base-ref".into(),
+                "main".into(),
+            ],
+            "is not refs/pull/<N>/… for --pr 7",
+        ),
+    ];
+    for (args, want) in cases {
+        let r = run_bounded(
+            std::process::Command::new(env!("CARGO_BIN_EXE_vouch"))
+                .arg("cache")
+                .args(&args),
+            20,
+        )
+        .unwrap_or_else(|| panic!("{args:?} kept running"));
+        assert_eq!(r.code, 2, "{args:?}: {}", r.stderr);
+        assert!(r.stderr.contains(want), "{args:?}: {}", r.stderr);
+        assert!(!r.stderr.contains("secretpw"), "{}", r.stderr);
+    }
+    // A gateway that is not there: the error names it without its secret path.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let r = run(vouch().args([
+        "cache",
+        "stats",
+        "--url",
+        &format!("http://127.0.0.1:{port}/{SECRET_LIKE}"),
+    ]));
+    assert_ne!(r.code, 0);
+    assert!(
+        r.stderr.contains(&format!("http://127.0.0.1:{port}/…")),
+        "{}",
+        r.stderr
+    );
+    assert!(!r.stderr.contains(SECRET_LIKE), "{}", r.stderr);
+}
+
+#[test]
+fn issue12_stats_markdown_shows_the_tool_counters() {
+    let dir = tempdir();
+    let served = serve(dir.path(), dir.path().join("store"), TRUSTED);
+    let r = run(vouch()
+        .args([
+            "cache",
+            "stats",
+            "--markdown",
+            "--tool",
+            "ccache",
+            "--url",
+            &served.url,
+        ])
+        .env("CCACHE_DIR", dir.path().join("ccache")));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stdout.contains("\nccache: 0 hits, "),
+        "--tool was dropped from the markdown:\n{}",
+        r.stdout
+    );
 }

@@ -1,6 +1,10 @@
 //! The loopback gateway sccache (WebDAV) and ccache (HTTP remote storage) talk to. GET/HEAD
 //! fall through the policy's read scopes in order; PUT goes to the write scope only; anything
 //! else is refused.
+//!
+//! Loopback is not a fence on a shared host: any local user can connect. So every URL the
+//! gateway hands out starts with a random per-run secret path segment, and a request without
+//! it is refused before it reaches the store.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -18,6 +22,43 @@ use crate::{Scope, ScopePolicy};
 /// Entries larger than this are refused (413): a cache is not a file store.
 pub const DEFAULT_MAX_ENTRY: usize = 256 << 20;
 
+/// The per-run secret: the first path segment of every request the gateway serves.
+#[derive(Clone)]
+pub struct Secret(String);
+
+impl Secret {
+    /// 128 random bits, as 32 lowercase hex digits.
+    pub fn random() -> Result<Secret, GatewayError> {
+        let mut bytes = [0u8; 16];
+        getrandom::fill(&mut bytes).map_err(GatewayError::Random)?;
+        Ok(Secret(bytes.iter().map(|b| format!("{b:02x}")).collect()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// Compares without an early exit, so response timing says nothing about how much of a
+    /// guess was right.
+    fn matches(&self, candidate: &str) -> bool {
+        let (a, b) = (self.0.as_bytes(), candidate.as_bytes());
+        a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+    }
+
+    /// The rest of `path` (empty or starting with `/`) when its first segment is the secret.
+    fn strip<'p>(&self, path: &'p str) -> Option<&'p str> {
+        let rest = path.strip_prefix('/')?;
+        let (first, rest) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+        self.matches(first).then_some(rest)
+    }
+}
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Secret(…)")
+    }
+}
+
 #[derive(Default)]
 struct Layer {
     hits: AtomicU64,
@@ -33,6 +74,8 @@ pub struct Counters {
     bytes_written: AtomicU64,
     refused_writes: AtomicU64,
     refused_other: AtomicU64,
+    /// Requests without the secret.
+    unauthorized: AtomicU64,
     too_large: AtomicU64,
     errors: AtomicU64,
 }
@@ -55,6 +98,9 @@ pub struct GatewayStats {
     pub bytes_written: u64,
     pub refused_writes: u64,
     pub refused_other: u64,
+    /// Requests refused for a missing or wrong secret (another local user, or a stale URL).
+    #[serde(default)]
+    pub unauthorized: u64,
     pub too_large: u64,
     pub errors: u64,
 }
@@ -69,6 +115,7 @@ impl GatewayStats {
 struct Gateway<S> {
     store: S,
     policy: ScopePolicy,
+    secret: Secret,
     counters: Counters,
     max_entry: usize,
 }
@@ -96,6 +143,7 @@ impl<S: CacheStore> Gateway<S> {
             bytes_written: c.bytes_written.load(Ordering::Relaxed),
             refused_writes: c.refused_writes.load(Ordering::Relaxed),
             refused_other: c.refused_other.load(Ordering::Relaxed),
+            unauthorized: c.unauthorized.load(Ordering::Relaxed),
             too_large: c.too_large.load(Ordering::Relaxed),
             errors: c.errors.load(Ordering::Relaxed),
         }
@@ -108,10 +156,19 @@ impl<S: CacheStore> Gateway<S> {
     }
 
     async fn handle(&self, method: Method, uri: Uri, body: Body) -> Response {
-        if uri.path() == "/_vouch/stats" && method == Method::GET {
+        // First, before any store access: reads would leak entries (and whether a key
+        // exists), writes would poison them.
+        let Some(path) = self.secret.strip(uri.path()) else {
+            self.counters.unauthorized.fetch_add(1, Ordering::Relaxed);
+            tracing::info!(%method, "refused a request without the gateway's secret");
+            return (StatusCode::FORBIDDEN, "missing or wrong gateway secret").into_response();
+        };
+        // Behind the secret too: the counters name the store and the scopes, and their
+        // changes show another user what this build compiles.
+        if path == "/_vouch/stats" && method == Method::GET {
             return axum::Json(self.stats()).into_response();
         }
-        let key = uri.path().trim_start_matches('/');
+        let key = path.trim_start_matches('/');
         if method == Method::GET || method == Method::HEAD {
             if check_key(key).is_err() {
                 return StatusCode::NOT_FOUND.into_response();
@@ -180,7 +237,7 @@ impl<S: CacheStore> Gateway<S> {
             return self.propfind(uri.path(), key).await;
         }
         self.counters.refused_other.fetch_add(1, Ordering::Relaxed);
-        tracing::info!(%method, path = uri.path(), "refused request");
+        tracing::info!(%method, path, "refused request");
         StatusCode::METHOD_NOT_ALLOWED.into_response()
     }
 }
@@ -235,10 +292,12 @@ async fn handler<S: CacheStore>(
     g.handle(method, uri, body).await
 }
 
+/// The gateway as a router: it serves only paths under `/<secret>/`.
 pub fn router<S: CacheStore>(
     store: S,
     policy: ScopePolicy,
     max_entry: usize,
+    secret: Secret,
 ) -> (
     axum::Router,
     impl Fn() -> GatewayStats + Send + Sync + 'static,
@@ -251,12 +310,14 @@ pub fn router<S: CacheStore>(
         bytes_written: AtomicU64::new(0),
         refused_writes: AtomicU64::new(0),
         refused_other: AtomicU64::new(0),
+        unauthorized: AtomicU64::new(0),
         too_large: AtomicU64::new(0),
         errors: AtomicU64::new(0),
     };
     let g = Arc::new(Gateway {
         store,
         policy,
+        secret,
         counters,
         max_entry,
     });
@@ -267,6 +328,8 @@ pub fn router<S: CacheStore>(
 
 /// A gateway running on its own thread (for `vouch build --cache`): stops when dropped.
 pub struct RunningGateway {
+    /// `http://127.0.0.1:<port>/<secret>`: the only URL it serves. Hand it to the compiler
+    /// cache's environment, never to a log or a command line.
     pub url: String,
     stats: Box<dyn Fn() -> GatewayStats + Send + Sync>,
     shutdown: Option<tokio::sync::oneshot::Sender<()>>,
@@ -275,6 +338,10 @@ pub struct RunningGateway {
 
 #[derive(Debug, thiserror::Error)]
 pub enum GatewayError {
+    #[error(
+        "listen address {addr} is not loopback; the gateway listens on 127.0.0.0/8 or [::1] only"
+    )]
+    NotLoopback { addr: String },
     #[error("cannot listen on {addr}")]
     Listen {
         addr: String,
@@ -285,6 +352,8 @@ pub enum GatewayError {
     Store(#[from] StoreError),
     #[error("cannot start the gateway runtime")]
     Runtime(#[source] std::io::Error),
+    #[error("cannot draw the gateway's random secret")]
+    Random(#[source] getrandom::Error),
 }
 
 impl RunningGateway {
@@ -294,6 +363,13 @@ impl RunningGateway {
         listen: SocketAddr,
         max_entry: usize,
     ) -> Result<RunningGateway, GatewayError> {
+        // Anything else would serve the cache (and its write scope) to the network.
+        if !listen.ip().is_loopback() {
+            return Err(GatewayError::NotLoopback {
+                addr: listen.to_string(),
+            });
+        }
+        let secret = Secret::random()?;
         let listener =
             std::net::TcpListener::bind(listen).map_err(|source| GatewayError::Listen {
                 addr: listen.to_string(),
@@ -318,7 +394,8 @@ impl RunningGateway {
             .build()
             .map_err(GatewayError::Runtime)?;
         let store = rt.block_on(AnyStore::open(store_spec))?;
-        let (router, stats) = router(store, policy, max_entry);
+        let url = format!("http://{addr}/{}", secret.as_str());
+        let (router, stats) = router(store, policy, max_entry, secret);
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
         let thread = std::thread::spawn(move || {
             rt.block_on(async move {
@@ -337,7 +414,7 @@ impl RunningGateway {
             });
         });
         Ok(RunningGateway {
-            url: format!("http://{addr}"),
+            url,
             stats: Box::new(stats),
             shutdown: Some(tx),
             thread: Some(thread),
@@ -357,5 +434,68 @@ impl Drop for RunningGateway {
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secret_is_the_first_segment_exactly() {
+        let s = Secret("ab12".into());
+        assert_eq!(s.strip("/ab12/ccache/x"), Some("/ccache/x"));
+        assert_eq!(s.strip("/ab12"), Some(""));
+        for bad in [
+            "/",
+            "",
+            "/ab1",
+            "/ab123/x",
+            "/AB12/x",
+            "ab12/x",
+            "//ab12/x",
+            "/x/ab12/x",
+        ] {
+            assert_eq!(s.strip(bad), None, "{bad}");
+        }
+        let r = Secret::random().unwrap();
+        assert_eq!(r.as_str().len(), 32);
+        assert!(r.as_str().bytes().all(|b| b.is_ascii_hexdigit()));
+        assert_ne!(r.as_str(), Secret::random().unwrap().as_str());
+        assert_eq!(format!("{r:?}"), "Secret(…)");
+    }
+
+    #[test]
+    fn issue12_start_refuses_non_loopback_and_hands_out_a_secret_url() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = dir.path().join("store").display().to_string();
+        for addr in [
+            "0.0.0.0:0",
+            "[::]:0",
+            "192.168.1.10:0",
+            "[::ffff:127.0.0.1]:0",
+        ] {
+            let r = RunningGateway::start(
+                &store,
+                ScopePolicy::none("test"),
+                addr.parse().unwrap(),
+                1024,
+            );
+            assert!(
+                matches!(r, Err(GatewayError::NotLoopback { .. })),
+                "{addr} was not refused"
+            );
+        }
+        let gw = RunningGateway::start(
+            &store,
+            ScopePolicy::none("test"),
+            "127.0.0.1:0".parse().unwrap(),
+            1024,
+        )
+        .unwrap();
+        let (_, secret) = gw.url.rsplit_once('/').unwrap();
+        assert!(gw.url.starts_with("http://127.0.0.1:"), "{}", gw.url);
+        assert_eq!(secret.len(), 32, "{}", gw.url);
+        crate::GatewayUrl::parse(&gw.url).unwrap();
     }
 }

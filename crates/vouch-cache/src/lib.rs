@@ -5,14 +5,19 @@
 
 mod check;
 mod gateway;
+mod gateway_url;
 mod scope;
 mod store;
 mod tools;
 
 pub use check::{CheckReport, check_redis_fence};
 pub use gateway::{
-    DEFAULT_MAX_ENTRY, GatewayError, GatewayStats, LayerStats, RunningGateway, router,
+    DEFAULT_MAX_ENTRY, GatewayError, GatewayStats, LayerStats, RunningGateway, Secret, router,
 };
+pub use gateway_url::{GatewayUrl, UrlError};
 pub use scope::{Scope, ScopeError, ScopePolicy, Trigger};
-pub use store::{AnyStore, CacheStore, DirStore, RedisStore, StoreError, check_key};
-pub use tools::{Tool, ToolError, ToolSession, ToolStats, tool_env};
+pub use store::{
+    AnyStore, CacheStore, DirStore, RedisStore, StoreError, check_key, check_redis_spec,
+    check_store_spec,
+};
+pub use tools::{Tool, ToolError, ToolSession, ToolStats, read_tool_stats, tool_env};

@@ -21,6 +21,42 @@ pub enum StoreError {
     BadKey(String),
     #[error("store {0:?}: expected a directory path or redis://[user[:password]@]host:port[/db]")]
     BadSpec(String),
+    #[error(
+        "store {0:?} is not a redis:// URL; `cache check` probes what a redis:// credential may write (a directory has no credential to probe)"
+    )]
+    NotRedis(String),
+}
+
+/// `spec` with any `user:password@` cut out, for messages.
+fn redact(spec: &str) -> String {
+    match spec.split_once("://") {
+        Some((scheme, rest)) => match rest.rsplit_once('@') {
+            Some((_, host)) => format!("{scheme}://…@{host}"),
+            None => spec.to_owned(),
+        },
+        None => spec.to_owned(),
+    }
+}
+
+fn is_redis(spec: &str) -> bool {
+    spec.starts_with("redis://") || spec.starts_with("rediss://")
+}
+
+/// A directory path or a `redis://`/`rediss://` URL; any other scheme is a mistake.
+pub fn check_store_spec(spec: &str) -> Result<(), StoreError> {
+    if spec.is_empty() || (spec.contains("://") && !is_redis(spec)) {
+        return Err(StoreError::BadSpec(redact(spec)));
+    }
+    Ok(())
+}
+
+/// A `redis://`/`rediss://` URL, for what only makes sense with a credential.
+pub fn check_redis_spec(spec: &str) -> Result<(), StoreError> {
+    if is_redis(spec) {
+        Ok(())
+    } else {
+        Err(StoreError::NotRedis(redact(spec)))
+    }
 }
 
 /// Checks a key from a client before it touches a path or a Redis key.
@@ -135,6 +171,7 @@ pub struct RedisStore {
 
 impl RedisStore {
     pub async fn connect(url: &str) -> Result<Self, StoreError> {
+        check_redis_spec(url)?;
         let client = redis::Client::open(url).map_err(StoreError::Redis)?;
         let conn = client
             .get_multiplexed_async_connection()
@@ -199,10 +236,9 @@ pub enum AnyStore {
 impl AnyStore {
     /// `redis://…` or a directory path.
     pub async fn open(spec: &str) -> Result<Self, StoreError> {
-        if spec.starts_with("redis://") || spec.starts_with("rediss://") {
+        check_store_spec(spec)?;
+        if is_redis(spec) {
             Ok(AnyStore::Redis(RedisStore::connect(spec).await?))
-        } else if spec.contains("://") {
-            Err(StoreError::BadSpec(spec.to_owned()))
         } else {
             Ok(AnyStore::Dir(DirStore::new(spec)))
         }

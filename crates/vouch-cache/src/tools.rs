@@ -5,6 +5,8 @@ use std::process::Command;
 
 use serde::Serialize;
 
+use crate::{GatewayUrl, UrlError};
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Tool {
@@ -44,26 +46,31 @@ pub enum ToolError {
     },
     #[error("{what} failed: {output}")]
     Failed { what: String, output: String },
+    #[error("the gateway URL is not one a compiler cache may be given")]
+    Url(#[source] UrlError),
 }
 
-/// Variables that send `tool` to the gateway at `url`, with its local state in `local_dir`.
-/// The remote is the only cache: nothing is kept locally that another build could read.
+/// Variables that send `tool` to the gateway at `url` (its secret path included), with its
+/// local state in `local_dir`. The remote is the only cache: nothing is kept locally that
+/// another build could read.
 pub fn tool_env(
     tool: Tool,
-    url: &str,
+    url: &GatewayUrl,
     local_dir: &Path,
     sccache_port: u16,
 ) -> Vec<(String, String)> {
     let dir = local_dir.display().to_string();
     match tool {
+        // ccache's HTTP backend keeps the URL's path and puts its keys below it.
         Tool::Ccache => vec![
             ("CCACHE_DIR".into(), dir),
-            ("CCACHE_REMOTE_STORAGE".into(), format!("{url}/ccache")),
+            ("CCACHE_REMOTE_STORAGE".into(), url.join("ccache")),
             ("CCACHE_REMOTE_ONLY".into(), "true".into()),
         ],
+        // sccache's WebDAV operator roots every request at the endpoint's path.
         Tool::Sccache => vec![
             ("SCCACHE_DIR".into(), dir),
-            ("SCCACHE_WEBDAV_ENDPOINT".into(), format!("{url}/sccache")),
+            ("SCCACHE_WEBDAV_ENDPOINT".into(), url.join("sccache")),
             ("SCCACHE_SERVER_PORT".into(), sccache_port.to_string()),
             ("SCCACHE_IDLE_TIMEOUT".into(), "0".into()),
         ],
@@ -77,6 +84,89 @@ pub struct ToolStats {
     pub hits: Option<u64>,
     pub misses: Option<u64>,
     pub raw: serde_json::Value,
+}
+
+/// Runs the tool's stats command through `run` and reads its counters.
+fn parse_stats(
+    tool: Tool,
+    run: impl Fn(&[&str]) -> Result<String, ToolError>,
+) -> Result<ToolStats, ToolError> {
+    match tool {
+        Tool::Sccache => {
+            let text = run(&["--show-stats", "--stats-format", "json"])?;
+            let raw: serde_json::Value =
+                serde_json::from_str(&text).unwrap_or(serde_json::Value::String(text));
+            let count = |v: &serde_json::Value| -> Option<u64> {
+                v.as_object().map(|m| {
+                    m.values()
+                        .filter_map(|x| x["num"].as_u64().or_else(|| x.as_u64()))
+                        .sum()
+                })
+            };
+            let hits = count(&raw["stats"]["cache_hits"]["counts"]);
+            let misses = count(&raw["stats"]["cache_misses"]["counts"]);
+            Ok(ToolStats {
+                tool,
+                hits,
+                misses,
+                raw,
+            })
+        }
+        Tool::Ccache => {
+            // `--print-stats`: one `name<TAB>value` per line.
+            let text = run(&["--print-stats"])?;
+            let map: serde_json::Map<String, serde_json::Value> = text
+                .lines()
+                .filter_map(|l| l.split_once('\t'))
+                .map(|(k, v)| {
+                    (
+                        k.to_owned(),
+                        v.trim()
+                            .parse::<u64>()
+                            .map(Into::into)
+                            .unwrap_or_else(|_| v.trim().into()),
+                    )
+                })
+                .collect();
+            let get = |k: &str| map.get(k).and_then(|v| v.as_u64());
+            let hits = Some(
+                get("remote_storage_hit")
+                    .or(get("direct_cache_hit")
+                        .map(|d| d + get("preprocessed_cache_hit").unwrap_or(0)))
+                    .unwrap_or(0),
+            );
+            let misses = get("cache_miss");
+            Ok(ToolStats {
+                tool,
+                hits,
+                misses,
+                raw: map.into(),
+            })
+        }
+    }
+}
+
+/// The tool's own counters, asked with this process's environment (the one `cache env` set
+/// up), not a session's.
+pub fn read_tool_stats(tool: Tool) -> Result<ToolStats, ToolError> {
+    let binary = which::which(tool.name()).map_err(|_| ToolError::NotFound(tool.name()))?;
+    parse_stats(tool, |args| {
+        let what = format!("{} {}", tool.name(), args.join(" "));
+        let out = Command::new(&binary)
+            .args(args)
+            .output()
+            .map_err(|source| ToolError::Spawn {
+                what: what.clone(),
+                source,
+            })?;
+        if !out.status.success() {
+            return Err(ToolError::Failed {
+                what,
+                output: String::from_utf8_lossy(&out.stderr).into_owned(),
+            });
+        }
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    })
 }
 
 /// One build's use of a compiler cache: for sccache, a private server on its own port, with
@@ -98,6 +188,7 @@ fn free_port() -> u16 {
 
 impl ToolSession {
     pub fn start(tool: Tool, gateway_url: &str) -> Result<ToolSession, ToolError> {
+        let url = GatewayUrl::parse(gateway_url).map_err(ToolError::Url)?;
         let binary = which::which(tool.name()).map_err(|_| ToolError::NotFound(tool.name()))?;
         let local = tempfile::Builder::new()
             .prefix(&format!("vouch-{}-", tool.name()))
@@ -106,7 +197,7 @@ impl ToolSession {
                 what: "tempdir".into(),
                 source,
             })?;
-        let env = tool_env(tool, gateway_url, local.path(), free_port());
+        let env = tool_env(tool, &url, local.path(), free_port());
         let mut session = ToolSession {
             tool,
             binary,
@@ -154,59 +245,7 @@ impl ToolSession {
 
     /// Reads the tool's own stats.
     pub fn stats(&self) -> Result<ToolStats, ToolError> {
-        match self.tool {
-            Tool::Sccache => {
-                let text = self.run(&["--show-stats", "--stats-format", "json"])?;
-                let raw: serde_json::Value =
-                    serde_json::from_str(&text).unwrap_or(serde_json::Value::String(text));
-                let count = |v: &serde_json::Value| -> Option<u64> {
-                    v.as_object().map(|m| {
-                        m.values()
-                            .filter_map(|x| x["num"].as_u64().or_else(|| x.as_u64()))
-                            .sum()
-                    })
-                };
-                let hits = count(&raw["stats"]["cache_hits"]["counts"]);
-                let misses = count(&raw["stats"]["cache_misses"]["counts"]);
-                Ok(ToolStats {
-                    tool: self.tool,
-                    hits,
-                    misses,
-                    raw,
-                })
-            }
-            Tool::Ccache => {
-                // `--print-stats`: one `name<TAB>value` per line.
-                let text = self.run(&["--print-stats"])?;
-                let map: serde_json::Map<String, serde_json::Value> = text
-                    .lines()
-                    .filter_map(|l| l.split_once('\t'))
-                    .map(|(k, v)| {
-                        (
-                            k.to_owned(),
-                            v.trim()
-                                .parse::<u64>()
-                                .map(Into::into)
-                                .unwrap_or_else(|_| v.trim().into()),
-                        )
-                    })
-                    .collect();
-                let get = |k: &str| map.get(k).and_then(|v| v.as_u64());
-                let hits = Some(
-                    get("remote_storage_hit")
-                        .or(get("direct_cache_hit")
-                            .map(|d| d + get("preprocessed_cache_hit").unwrap_or(0)))
-                        .unwrap_or(0),
-                );
-                let misses = get("cache_miss");
-                Ok(ToolStats {
-                    tool: self.tool,
-                    hits,
-                    misses,
-                    raw: map.into(),
-                })
-            }
-        }
+        parse_stats(self.tool, |args| self.run(args))
     }
 
     /// Stops a private sccache server.
