@@ -94,7 +94,7 @@ impl UrlArgs {
 }
 
 /// Exit code when a credential can write a scope it must not.
-pub const FENCE_OPEN: u8 = 20;
+pub const FENCE_OPEN: u8 = crate::exit::Status::FenceOpen as u8;
 
 /// Puts the password from `file` into a `redis://[user@]host…` spec, so it never appears on a
 /// command line or in the environment. The file is read, not removed: a long-lived runner
