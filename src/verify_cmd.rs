@@ -144,6 +144,15 @@ impl PolicyArgs {
             ));
         }
         let file = self.load_policy_file()?;
+        if let (None, Some(f), Some(path)) = (dist, &file, &self.policy)
+            && !f.project.is_empty()
+        {
+            // Entries are chosen by the file's distribution name; a bare digest has none, so
+            // they would be read and then ignored.
+            anyhow::bail!(UsageError(format!(
+                "--policy {path:?} has [[project]] entries, but --digest gives no file name to choose one by; verify the file itself, or give the identity as flags"
+            )));
+        }
         let p = self.policy_for(file.as_ref(), dist);
         // The source repository must be named: a reusable workflow's signer URI names the
         // repository that holds the workflow, not the one that was built.
@@ -216,13 +225,15 @@ struct Failure<'a> {
     causes: Vec<String>,
 }
 
-/// The error's causes, each once (sigstore errors are wrapped with their own text as message).
+/// The error's causes, each once: sigstore errors are wrapped with their own text as message,
+/// and parsers repeat their cause's text at the end of their own.
 fn causes(e: &VerifyError) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     let mut cur = std::error::Error::source(e);
     while let Some(c) = cur {
         let text = c.to_string();
-        if text != e.message && out.last() != Some(&text) {
+        let said = out.last().unwrap_or(&e.message);
+        if !said.ends_with(&text) {
             out.push(text);
         }
         cur = c.source();

@@ -451,11 +451,6 @@ fn archive_attack(members: Vec<(&str, Vec<u8>)>, reason: &str) {
 }
 
 #[test]
-fn rejects_zip_with_parent_traversal() {
-    archive_attack(vec![("../evil", b"x".to_vec())], "`..` component");
-}
-
-#[test]
 fn rejects_zip_with_absolute_member() {
     archive_attack(vec![("/tmp/evil", b"x".to_vec())], "absolute path");
 }
@@ -892,7 +887,8 @@ fn issue12_refuses_plain_http_blob_url_off_loopback() {
 }
 
 /// `..` members: the name climbs out of fetch's private directory into the temp directory,
-/// under a name nothing else uses, and that exact path must not appear.
+/// under a name nothing else uses, and that exact path must not appear. (A single `../evil`
+/// would land inside fetch's own temp directory, where no check could see it.)
 #[test]
 fn issue12_zip_traversal_writes_nothing_outside() {
     let unique = format!(
@@ -913,8 +909,8 @@ fn issue12_zip_traversal_writes_nothing_outside() {
     let (r, out) = w.fetch(&gh, PUSH);
     let written = landing.join("evil").exists();
     let _ = std::fs::remove_dir_all(&landing);
-    assert_rejected(&r, &out, 32, "`..` component");
     assert!(!written, "{landing:?} was written");
+    assert_rejected(&r, &out, 32, "`..` component");
 }
 
 /// `fetch` once wrote `DIR/.<name>.partial` with a plain create, following a link planted there.

@@ -1242,3 +1242,35 @@ fn issue12_attest_signs_pr_provenance_with_a_key_outside_actions() {
     let r = attest(&["--pr", "7", "--pr-head-sha", HEAD, "--merge-sha", SHA]);
     assert_eq!(r.code, 0, "{}", r.stderr);
 }
+
+/// `verify --digest --policy FILE`: `[[project]]` entries are chosen by file name, and a digest
+/// has none, so they would be read and ignored.
+#[test]
+fn issue12_digest_with_project_policy_is_refused() {
+    let dir = tempdir();
+    let policy = dir.path().join("p.toml");
+    std::fs::write(
+        &policy,
+        "[[project]]\nname = \"gh\"\nrepository = \"cli/cli\"\nref = \"refs/heads/main\"\n",
+    )
+    .unwrap();
+    let r = run(vouch()
+        .args(["verify", "--digest", CLI_DIGEST, "--bundle"])
+        .arg(fixture(CLI_BUNDLE))
+        .args(["--repo", "cli/cli", "--policy"])
+        .arg(&policy));
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("[[project]] entries"), "{}", r.stderr);
+    // Defaults only: they apply to a digest as to a file.
+    std::fs::write(
+        &policy,
+        "repository = \"cli/cli\"\nref = \"refs/heads/trunk\"\n",
+    )
+    .unwrap();
+    let r = run(vouch()
+        .args(["verify", "--digest", CLI_DIGEST, "--bundle"])
+        .arg(fixture(CLI_BUNDLE))
+        .arg("--policy")
+        .arg(&policy));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+}
