@@ -27,11 +27,10 @@ pub struct AuditArgs {
 
 pub fn audit(args: AuditArgs) -> anyhow::Result<ExitCode> {
     let policy_file = args.policy.load_policy_file()?;
+    // Every flag reaches the policy each file is held to: --run-id, --pr and --cell as well as
+    // the identity flags, exactly as `vouch verify` applies them.
     let cli = args.policy.cli_spec();
-    let key_pem = match &args.policy.key {
-        Some(k) => Some(std::fs::read_to_string(k).with_context(|| format!("reading key {k:?}"))?),
-        None => None,
-    };
+    let key_pem = args.policy.read_key()?;
     let verifier = vouch_verify::Verifier::new(args.policy.trust_root())?;
     let auditor = Auditor {
         cli,
@@ -140,16 +139,16 @@ pub fn rebuild(args: RebuildArgs) -> anyhow::Result<ExitCode> {
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     let policy = args.policy.policy(Some(&vouch_audit::dist_name(&name)))?;
+    let key_pem = args.policy.read_key()?;
     let digest = crate::attest_cmd::hash_file(&args.wheel)?;
-    let text = std::fs::read_to_string(&args.bundle)
-        .with_context(|| format!("reading {:?}", args.bundle))?;
+    let text = crate::verify_cmd::read_regular_to_string(&args.bundle)?;
     let evidence = vouch_verify::parse_evidence(&text, &args.bundle.display().to_string())?;
     let ev = evidence.first().context("the bundle holds no evidence")?;
-    let verified = match &args.policy.key {
-        Some(k) => vouch_verify::verify_with_key(
+    let verified = match &key_pem {
+        Some(pem) => vouch_verify::verify_with_key(
             &digest,
             ev,
-            &std::fs::read_to_string(k)?,
+            pem,
             &policy,
             Some(&args.policy.trust_root().load()?),
         )?,
@@ -181,7 +180,9 @@ pub fn rebuild(args: RebuildArgs) -> anyhow::Result<ExitCode> {
         .tempdir()?;
     let mut options =
         crate::cli::build_options(&args.source, &scratch.path().join("out"), epoch, &args.env);
-    // A CUDA wheel reproduces only at its original build path: --work-dir sets it.
+    // A CUDA wheel reproduces only at its original build path: --work-dir (or
+    // VOUCH_WORK_DIR) sets it, as in `vouch build`; only without one does the rebuild get a
+    // private directory of its own.
     if options.work_dir.is_none() {
         options.work_dir = Some(scratch.path().join("work"));
     }

@@ -27,19 +27,20 @@ pub struct FetchArgs {
     /// The producing workflow file.
     #[arg(long, default_value = ".github/workflows/ci.yml", value_name = "PATH")]
     pub workflow: String,
-    /// `pull_request` or `push`.
+    /// The producing run's event: `push`, `pull_request`, `workflow_dispatch` or `schedule`.
     #[arg(long)]
     pub event: Option<String>,
-    /// The commit under test (for PR builds, the PR head).
+    /// The commit under test, 40 hex (for PR builds, the PR head).
     #[arg(long, value_name = "SHA")]
     pub sha: Option<String>,
+    /// The pull request (with `--event pull_request`).
     #[arg(long, value_name = "N")]
     pub pr: Option<u64>,
     /// The matrix cell the statement must claim.
     #[arg(long)]
     pub cell: Option<String>,
     /// Artifact name; or give --dist, --python-version and --platform to render it.
-    #[arg(long, value_name = "NAME")]
+    #[arg(long, value_name = "NAME", conflicts_with_all = ["dist", "python_version", "platform"])]
     pub artifact_name: Option<String>,
     #[arg(long)]
     pub dist: Option<String>,
@@ -51,23 +52,26 @@ pub struct FetchArgs {
     /// `FLEXCI_COMMIT_ID`, else the checkout's HEAD, its second parent for a merge).
     #[arg(long)]
     pub from_flexci: bool,
-    /// GitHub API base URL (GitHub Enterprise, tests).
-    #[arg(long, default_value = "https://api.github.com", value_name = "URL")]
-    pub api_url: String,
+    /// GitHub API base URL (GitHub Enterprise, tests) [default: https://api.github.com].
+    #[arg(long, value_name = "URL", conflicts_with = "store")]
+    pub api_url: Option<String>,
     /// Read artifacts from a local store instead of GitHub.
     #[arg(long, value_name = "DIR")]
     pub store: Option<PathBuf>,
-    /// File holding the GitHub token (read, then deleted unless --keep-token-file).
-    #[arg(long, env = "GH_TOKEN_FILE", value_name = "FILE")]
-    pub token_file: Option<PathBuf>,
-    #[arg(long)]
+    /// File holding the GitHub token. It is read, then deleted (unless --keep-token-file), as
+    /// soon as the command line is parsed: whatever fails later, and with --store, which needs
+    /// no token, it does not stay behind.
+    #[arg(long, env = "GH_TOKEN_FILE", value_name = "FILE", value_parser = take_token_file)]
+    pub token_file: Option<TokenFile>,
+    /// Leave the --token-file in place.
+    #[arg(long, requires = "token_file")]
     pub keep_token_file: bool,
     /// Custom trusted_root.json.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", conflicts_with = "staging")]
     pub trust_root: Option<PathBuf>,
     #[arg(long)]
     pub staging: bool,
-    /// Verify key-signed bundles with this PEM public key.
+    /// Verify key-signed bundles with this PEM public key (checked before any API call).
     #[arg(long, value_name = "PEM")]
     pub key: Option<PathBuf>,
     /// Runner environment the build must have used (`any` to accept all).
@@ -75,6 +79,51 @@ pub struct FetchArgs {
     pub runner: String,
     #[arg(long)]
     pub json: bool,
+}
+
+pub const DEFAULT_API_URL: &str = "https://api.github.com";
+
+/// The events vouch builds under (see `vouch plan --event`), so the only ones a fetch can find.
+const FETCH_EVENTS: &[&str] = &["push", "pull_request", "workflow_dispatch", "schedule"];
+/// What `--from-flexci` reads.
+const FLEXCI_VARS: &[&str] = &[
+    "FLEXCI_BRANCH",
+    "FLEXCI_REFERENCE_COMMIT_ID",
+    "FLEXCI_COMMIT_ID",
+];
+
+/// A `--token-file`'s token, read while the command line is parsed.
+#[derive(Clone, Debug)]
+pub struct TokenFile {
+    pub path: PathBuf,
+    pub token: SecretString,
+}
+
+/// The `--token-file` value parser. It runs while clap parses, before clap's own checks of the
+/// rest of the command line (a missing --out, a conflict), so even a usage error leaves no token
+/// behind; the file is removed whether or not it could be read. `--keep-token-file` cannot be
+/// asked from here, so the command line is looked at directly (up to a `--`, after which come
+/// pip's arguments).
+fn take_token_file(value: &str) -> Result<TokenFile, String> {
+    let path = PathBuf::from(value);
+    let read = std::fs::read_to_string(&path);
+    let keep = std::env::args_os()
+        .take_while(|a| a != "--")
+        .any(|a| a == "--keep-token-file");
+    if !keep && let Err(e) = std::fs::remove_file(&path) {
+        return Err(format!("cannot remove the token file {path:?}: {e}"));
+    }
+    let token = read
+        .map_err(|e| format!("cannot read the token file {path:?}: {e}"))?
+        .trim()
+        .to_owned();
+    if token.is_empty() {
+        return Err(format!("the token file {path:?} is empty"));
+    }
+    Ok(TokenFile {
+        path,
+        token: SecretString::from(token),
+    })
 }
 
 #[derive(Args, Debug)]
@@ -133,25 +182,40 @@ fn git(args: &[&str]) -> Option<String> {
         .then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned())
 }
 
-/// The commit under test on FlexCI; for a merge commit checkout, its second parent (the head).
-fn flexci_commit() -> Option<String> {
+/// The commit under test on FlexCI, and where it came from; for a merge commit checkout, its
+/// second parent (the head).
+fn flexci_commit() -> (Option<String>, &'static str) {
     for var in ["FLEXCI_REFERENCE_COMMIT_ID", "FLEXCI_COMMIT_ID"] {
         if let Ok(v) = std::env::var(var)
             && !v.is_empty()
         {
-            return Some(v);
+            return (Some(v), var);
         }
     }
-    let parents = git(&["rev-list", "--parents", "-n", "1", "HEAD"])?;
-    let ids: Vec<&str> = parents.split_whitespace().collect();
-    Some(if ids.len() == 3 { ids[2] } else { ids[0] }.to_owned())
+    let head = git(&["rev-list", "--parents", "-n", "1", "HEAD"]).map(|parents| {
+        let ids: Vec<&str> = parents.split_whitespace().collect();
+        if ids.len() == 3 { ids[2] } else { ids[0] }.to_owned()
+    });
+    (head, "the checkout's HEAD")
 }
 
 impl FetchArgs {
     fn expectation(&self) -> anyhow::Result<Expectation> {
-        let usage = |m: &str| crate::verify_cmd::UsageError(m.to_owned());
+        let usage = |m: String| crate::verify_cmd::UsageError(m);
         let (mut event, mut pr, mut sha) = (self.event.clone(), self.pr, self.sha.clone());
+        let mut sha_from = "--sha";
         if self.from_flexci {
+            let set: Vec<&str> = FLEXCI_VARS
+                .iter()
+                .copied()
+                .filter(|v| std::env::var_os(v).is_some_and(|x| !x.is_empty()))
+                .collect();
+            if set.is_empty() {
+                anyhow::bail!(usage(format!(
+                    "--from-flexci: none of {} is set; is this a FlexCI job? (elsewhere give --event, --sha and --pr)",
+                    FLEXCI_VARS.join(", ")
+                )));
+            }
             let branch = std::env::var("FLEXCI_BRANCH").unwrap_or_default();
             let n = branch
                 .strip_prefix("refs/pull/")
@@ -161,16 +225,43 @@ impl FetchArgs {
             event = event.or(Some(
                 if n.is_some() { "pull_request" } else { "push" }.into(),
             ));
-            sha = sha.or_else(flexci_commit);
+            if sha.is_none() {
+                let (value, from) = flexci_commit();
+                sha = value;
+                sha_from = from;
+            }
         }
         let repo = self
             .repo
             .clone()
-            .ok_or_else(|| usage("--repo OWNER/NAME is required"))?;
-        let event = event.ok_or_else(|| usage("--event is required (or --from-flexci)"))?;
-        let sha = sha.ok_or_else(|| usage("--sha is required (or --from-flexci)"))?;
-        if event == "pull_request" && pr.is_none() {
-            anyhow::bail!(usage("a pull_request build needs --pr"));
+            .ok_or_else(|| usage("--repo OWNER/NAME is required".into()))?;
+        let event = event.ok_or_else(|| usage("--event is required (or --from-flexci)".into()))?;
+        if !FETCH_EVENTS.contains(&event.as_str()) {
+            anyhow::bail!(usage(format!(
+                "--event {event:?}: expected one of {} (the events vouch builds under)",
+                FETCH_EVENTS.join(", ")
+            )));
+        }
+        let sha = sha.ok_or_else(|| {
+            usage(if self.from_flexci {
+                "--from-flexci: neither FLEXCI_REFERENCE_COMMIT_ID nor FLEXCI_COMMIT_ID is set, and the current directory is not a git checkout; give --sha".into()
+            } else {
+                "--sha is required (or --from-flexci)".into()
+            })
+        })?;
+        if !vouch_verify::is_commit_sha(&sha) {
+            anyhow::bail!(usage(format!(
+                "{sha_from} {sha:?} is not a full commit SHA (40 lowercase hex digits)"
+            )));
+        }
+        match (event.as_str(), pr) {
+            ("pull_request", None) => {
+                anyhow::bail!(usage("a pull_request build needs --pr".into()))
+            }
+            ("pull_request", Some(_)) | (_, None) => {}
+            (other, Some(n)) => anyhow::bail!(usage(format!(
+                "--pr {n} names a pull request, but --event is {other:?}; PR builds run under pull_request"
+            ))),
         }
         let artifact_name = match &self.artifact_name {
             Some(n) => n.clone(),
@@ -179,7 +270,7 @@ impl FetchArgs {
                     (&self.dist, &self.python_version, &self.platform)
                 else {
                     anyhow::bail!(usage(
-                        "give --artifact-name, or --dist, --python-version and --platform"
+                        "give --artifact-name, or --dist, --python-version and --platform".into()
                     ));
                 };
                 let py: PythonVersion = py.parse()?;
@@ -205,15 +296,9 @@ impl FetchArgs {
         })
     }
 
-    fn token(&self) -> anyhow::Result<Option<SecretString>> {
+    fn token(&self) -> Option<SecretString> {
         if let Some(f) = &self.token_file {
-            let t = std::fs::read_to_string(f)
-                .with_context(|| format!("reading the token file {f:?}"))?;
-            if !self.keep_token_file {
-                std::fs::remove_file(f)
-                    .with_context(|| format!("removing the token file {f:?}"))?;
-            }
-            return Ok(Some(SecretString::from(t.trim().to_owned())));
+            return Some(f.token.clone());
         }
         for var in ["GH_TOKEN", "GITHUB_TOKEN"] {
             if let Ok(t) = std::env::var(var)
@@ -222,17 +307,18 @@ impl FetchArgs {
                 output::note(format!(
                     "warning: using the token from ${var}; prefer --token-file (environment variables leak into child processes)"
                 ));
-                return Ok(Some(SecretString::from(t)));
+                return Some(SecretString::from(t));
             }
         }
-        Ok(None)
+        None
     }
 
     fn source(&self, spinner: &output::Spinner) -> anyhow::Result<Source> {
         Ok(match &self.store {
             Some(dir) => Source::Store(vouch_fetch::LocalStore { root: dir.clone() }),
             None => {
-                let mut client = vouch_github::GithubClient::new(&self.api_url, self.token()?)?;
+                let api = self.api_url.as_deref().unwrap_or(DEFAULT_API_URL);
+                let mut client = vouch_github::GithubClient::new(api, self.token())?;
                 if let Some(f) = spinner.bytes_progress() {
                     client = client.with_progress(f);
                 }
@@ -243,9 +329,13 @@ impl FetchArgs {
 
     fn verify_config(&self) -> anyhow::Result<VerifyConfig> {
         let trust = match &self.key {
-            Some(k) => Trust::Key(
-                std::fs::read_to_string(k).with_context(|| format!("reading key {k:?}"))?,
-            ),
+            Some(k) => {
+                let pem =
+                    std::fs::read_to_string(k).with_context(|| format!("reading key {k:?}"))?;
+                // A wrong file must fail here, not after the API calls and the download.
+                vouch_verify::check_public_key(&pem).with_context(|| format!("--key {k:?}"))?;
+                Trust::Key(pem)
+            }
             None => Trust::Keyless,
         };
         let root = match (&self.trust_root, self.staging) {
@@ -315,6 +405,21 @@ fn do_fetch(args: &FetchArgs, out: &Path) -> anyhow::Result<FetchReport> {
                 message.push_str(": ");
                 message.push_str(&c.to_string());
                 cur = c.source();
+            }
+            if let FetchError::Github(vouch_github::GithubError::Status { status: 401, .. }) = &e {
+                message.push_str(&if let Some(f) = &args.token_file {
+                    format!(
+                        " (the token from --token-file {:?} was refused: is it expired, or for another host?)",
+                        f.path
+                    )
+                } else if ["GH_TOKEN", "GITHUB_TOKEN"]
+                    .iter()
+                    .any(|v| std::env::var(v).is_ok_and(|t| !t.is_empty()))
+                {
+                    " (the token from GH_TOKEN/GITHUB_TOKEN was refused; give a valid one with --token-file FILE)".to_owned()
+                } else {
+                    " (no token was given: pass one with --token-file FILE, or set GH_TOKEN)".to_owned()
+                });
             }
             if args.json {
                 output::json(
@@ -416,7 +521,8 @@ pub fn pip_install_verified(
         ));
     }
     let req_file = scratch.join("requirements.txt");
-    std::fs::write(&req_file, &req)?;
+    vouch_fs::write_atomically(&req_file, req.as_bytes(), vouch_fs::Mode::Private)
+        .with_context(|| format!("writing {req_file:?}"))?;
     let mut pip = std::process::Command::new(python);
     pip.args([
         "-m",

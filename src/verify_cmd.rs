@@ -29,14 +29,14 @@ pub struct PolicyArgs {
     #[arg(long = "ref", value_name = "REF")]
     pub git_ref: Option<String>,
     /// Source commit, 40 hex (OID .1.13).
-    #[arg(long, value_name = "SHA")]
+    #[arg(long, value_name = "SHA", value_parser = parse_commit_sha)]
     pub sha: Option<String>,
     /// Build trigger, e.g. `push`, `pull_request` (OID .1.20).
-    #[arg(long, value_name = "EVENT")]
+    #[arg(long, value_name = "EVENT", value_parser = parse_event_name)]
     pub event: Option<String>,
     /// Workflow run id (OID .1.21).
     #[arg(long, value_name = "ID")]
-    pub run_id: Option<String>,
+    pub run_id: Option<u64>,
     /// OIDC issuer (OID .1.8).
     /// [default: GitHub Actions' issuer]
     #[arg(long, value_name = "URL")]
@@ -53,7 +53,8 @@ pub struct PolicyArgs {
     /// given on the command line win.
     #[arg(long, value_name = "FILE")]
     pub policy: Option<PathBuf>,
-    /// Pull request number the vouch statement must claim.
+    /// Pull request the build must be for: the certificate's ref must be `refs/pull/N/merge`
+    /// and the vouch statement must claim N.
     #[arg(long, value_name = "N")]
     pub pr: Option<u64>,
     /// Matrix cell the vouch statement must claim.
@@ -96,15 +97,6 @@ impl PolicyArgs {
             }
         }
         self.cli_spec().apply(&mut p);
-        if self.run_id.is_some() {
-            p.run_id.clone_from(&self.run_id);
-        }
-        if self.pr.is_some() {
-            p.pr = self.pr;
-        }
-        if self.cell.is_some() {
-            p.cell.clone_from(&self.cell);
-        }
         p
     }
 
@@ -120,7 +112,20 @@ impl PolicyArgs {
             issuer: self.issuer.clone(),
             runner: self.runner.clone(),
             predicate_type: self.predicate_type.clone(),
+            run_id: self.run_id,
+            pr: self.pr,
+            cell: self.cell.clone(),
         }
+    }
+
+    /// The `--key` file's text, checked to be a PEM public key before anything else is done.
+    pub fn read_key(&self) -> anyhow::Result<Option<String>> {
+        let Some(path) = &self.key else {
+            return Ok(None);
+        };
+        let pem = std::fs::read_to_string(path).with_context(|| format!("reading key {path:?}"))?;
+        vouch_verify::check_public_key(&pem).with_context(|| format!("--key {path:?}"))?;
+        Ok(Some(pem))
     }
 
     pub fn load_policy_file(&self) -> anyhow::Result<Option<vouch_verify::PolicyFile>> {
@@ -132,7 +137,22 @@ impl PolicyArgs {
 
     /// The policy for one file (or digest), refusing keyless verification without an identity.
     pub fn policy(&self, dist: Option<&str>) -> anyhow::Result<Policy> {
+        if self.key.is_some() && self.issuer.is_some() {
+            // A key-signed bundle has no certificate, so no issuer: the flag could not be held.
+            anyhow::bail!(UsageError(
+                "--issuer applies to certificates; a bundle verified with --key has none".into()
+            ));
+        }
         let file = self.load_policy_file()?;
+        if let (None, Some(f), Some(path)) = (dist, &file, &self.policy)
+            && !f.project.is_empty()
+        {
+            // Entries are chosen by the file's distribution name; a bare digest has none, so
+            // they would be read and then ignored.
+            anyhow::bail!(UsageError(format!(
+                "--policy {path:?} has [[project]] entries, but --digest gives no file name to choose one by; verify the file itself, or give the identity as flags"
+            )));
+        }
         let p = self.policy_for(file.as_ref(), dist);
         // The source repository must be named: a reusable workflow's signer URI names the
         // repository that holds the workflow, not the one that was built.
@@ -142,6 +162,28 @@ impl PolicyArgs {
             ));
         }
         Ok(p)
+    }
+}
+
+/// `--sha`: a full commit, as certificates and statements carry it; a short one never matches.
+pub fn parse_commit_sha(s: &str) -> Result<String, String> {
+    if vouch_verify::is_commit_sha(s) {
+        Ok(s.to_owned())
+    } else {
+        Err(format!(
+            "{s:?} is not a full commit SHA (40 lowercase hex digits, e.g. 0123456789abcdef0123456789abcdef01234567)"
+        ))
+    }
+}
+
+/// `--event`: a GitHub Actions event name (`push`, `pull_request`, `workflow_dispatch`, ...).
+pub fn parse_event_name(s: &str) -> Result<String, String> {
+    if !s.is_empty() && s.bytes().all(|b| b.is_ascii_lowercase() || b == b'_') {
+        Ok(s.to_owned())
+    } else {
+        Err(format!(
+            "{s:?} is not a GitHub Actions event name (lowercase letters and _, e.g. push, pull_request)"
+        ))
     }
 }
 
@@ -179,6 +221,24 @@ struct Failure<'a> {
     verified: bool,
     kind: &'a str,
     message: String,
+    /// What lies under `message`, outermost first: the parser's or sigstore's own words.
+    causes: Vec<String>,
+}
+
+/// The error's causes, each once: sigstore errors are wrapped with their own text as message,
+/// and parsers repeat their cause's text at the end of their own.
+fn causes(e: &VerifyError) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let mut cur = std::error::Error::source(e);
+    while let Some(c) = cur {
+        let text = c.to_string();
+        let said = out.last().unwrap_or(&e.message);
+        if !said.ends_with(&text) {
+            out.push(text);
+        }
+        cur = c.source();
+    }
+    out
 }
 
 pub fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
@@ -188,6 +248,7 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
         .and_then(|f| f.file_name())
         .map(|n| vouch_audit::dist_name(&n.to_string_lossy()));
     let policy = args.policy.policy(dist.as_deref())?;
+    let key_pem = args.policy.read_key()?;
     let digest = match (&args.file, args.digest) {
         (Some(f), _) => crate::attest_cmd::hash_file(f)?,
         (None, Some(d)) => d,
@@ -199,23 +260,15 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
         .or(args.attestation.as_ref())
         .or(args.provenance.as_ref())
         .expect("clap requires one");
-    let text = std::fs::read_to_string(evidence_path)
-        .with_context(|| format!("reading {evidence_path:?}"))?;
+    let text = read_regular_to_string(evidence_path)?;
     let result = (|| -> Result<Vec<Verified>, VerifyError> {
         let evidence = parse_evidence(&text, &evidence_path.display().to_string())?;
-        if let Some(key_path) = &args.policy.key {
-            let pem = std::fs::read_to_string(key_path).map_err(|e| {
-                VerifyError::with_source(
-                    vouch_verify::ErrorKind::TrustRoot,
-                    format!("cannot read key {key_path:?}"),
-                    e,
-                )
-            })?;
+        if let Some(pem) = &key_pem {
             // Key-signed bundles with log entries are checked against the trust root too.
             let root = Some(args.policy.trust_root().load()?);
             evidence
                 .iter()
-                .map(|e| verify_with_key(&digest, e, &pem, &policy, root.as_ref()))
+                .map(|e| verify_with_key(&digest, e, pem, &policy, root.as_ref()))
                 .collect()
         } else {
             let verifier = Verifier::new(args.policy.trust_root())?;
@@ -261,6 +314,7 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
                     verified: false,
                     kind: e.kind.as_str(),
                     message: e.message.clone(),
+                    causes: causes(&e),
                 });
             }
             Err(anyhow::Error::new(e).context(format!(
@@ -269,6 +323,17 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
             )))
         }
     }
+}
+
+/// Reads a file the user named as evidence; a FIFO or directory is refused, never waited on.
+pub fn read_regular_to_string(path: &std::path::Path) -> anyhow::Result<String> {
+    let mut text = String::new();
+    std::io::Read::read_to_string(
+        &mut vouch_verify::open_regular(path).with_context(|| format!("opening {path:?}"))?,
+        &mut text,
+    )
+    .with_context(|| format!("reading {path:?}"))?;
+    Ok(text)
 }
 
 fn print_verified(what: &str, v: &Verified) {

@@ -286,3 +286,202 @@ fn rebuild_reproduces_then_names_the_differing_members() {
         ]
     );
 }
+
+// ---------------------------------------------------------------- issue 12
+
+const PYPI_SDIST: &str = "pypi_attestations-0.0.19.tar.gz";
+const PYPI_RUN: &str = "12169989787";
+
+/// A directory with PyPI's real sdist and its PEP 740 attestation.
+fn pypi_release(dir: &Path) -> PathBuf {
+    let rel = dir.join("release");
+    std::fs::create_dir_all(&rel).unwrap();
+    for f in [
+        PYPI_SDIST.to_owned(),
+        format!("{PYPI_SDIST}.publish.attestation"),
+    ] {
+        std::fs::copy(fixture(&f), rel.join(&f)).unwrap();
+    }
+    rel
+}
+
+fn audit_json(paths: &[&Path], flags: &[&str]) -> Run {
+    let mut cmd = vouch();
+    cmd.arg("audit").args(paths).args(flags).arg("--json");
+    run_with_timeout(&mut cmd, std::time::Duration::from_secs(60))
+}
+
+/// `vouch verify --run-id 1` exits 16; `vouch audit --run-id 1` printed "verified" and exited 0.
+/// Every policy flag audit accepts is now held against every file, as verify holds it.
+#[test]
+fn issue12_audit_enforces_run_id_pr_and_cell() {
+    let dir = tempdir();
+    let rel = pypi_release(dir.path());
+    let repo = ["--repo", "trailofbits/pypi-attestations"];
+    let ok = audit_json(&[&rel], &[&repo[..], &["--run-id", PYPI_RUN]].concat());
+    assert_eq!(ok.code, 0, "the right run passes: {}", ok.stderr);
+    assert_eq!(ok.json()[0]["verdict"], "verified");
+    for (flags, expected) in [
+        (vec!["--run-id", "1"], "run (OID .1.21): expected \"1\""),
+        (
+            vec!["--pr", "7"],
+            "source ref for the pull request (OID .1.14): expected \"refs/pull/7/merge\"",
+        ),
+        (
+            vec!["--cell", "nonsense"],
+            "statement cell (internalParameters.vouch.cell): expected \"nonsense\"",
+        ),
+    ] {
+        let r = audit_json(&[&rel], &[&repo[..], &flags].concat());
+        assert_eq!(r.code, 1, "{flags:?} must be enforced: {}", r.stdout);
+        let row = &r.json()[0];
+        assert_eq!(row["verdict"], "failed", "{flags:?}");
+        assert_eq!(row["kind"], "policy", "{flags:?}");
+        let reason = row["reason"].as_str().unwrap();
+        assert!(reason.contains(expected), "{flags:?}: {reason}");
+    }
+    // The same keys in a policy file, per project and as defaults.
+    let policy = dir.path().join("p.toml");
+    for (text, expected) in [
+        (
+            "[[project]]\nname = \"pypi-attestations\"\nrepository = \"trailofbits/pypi-attestations\"\nrun_id = 1\n",
+            "run (OID .1.21)",
+        ),
+        (
+            "pr = 7\n[[project]]\nname = \"pypi-attestations\"\nrepository = \"trailofbits/pypi-attestations\"\n",
+            "refs/pull/7/merge",
+        ),
+        (
+            "[[project]]\nname = \"pypi-attestations\"\nrepository = \"trailofbits/pypi-attestations\"\ncell = \"nonsense\"\n",
+            "statement cell",
+        ),
+    ] {
+        std::fs::write(&policy, text).unwrap();
+        let r = audit_json(&[&rel], &["--policy", policy.to_str().unwrap()]);
+        assert_eq!(r.code, 1, "{text}: {}", r.stdout);
+        let reason = r.json()[0]["reason"].as_str().unwrap().to_owned();
+        assert!(reason.contains(expected), "{text}: {reason}");
+    }
+    std::fs::write(
+        &policy,
+        format!("[[project]]\nname = \"pypi-attestations\"\nrepository = \"trailofbits/pypi-attestations\"\nrun_id = {PYPI_RUN}\n"),
+    )
+    .unwrap();
+    let r = audit_json(&[&rel], &["--policy", policy.to_str().unwrap()]);
+    assert_eq!(r.code, 0, "{}", r.stdout);
+    // A short commit in a policy file could never match: refused when the file is read.
+    std::fs::write(&policy, "sha = \"08802ef\"\n").unwrap();
+    let r = audit_json(&[&rel], &["--policy", policy.to_str().unwrap()]);
+    assert_eq!(r.code, 3, "{}", r.stderr);
+    assert!(r.stderr.contains("not a full commit SHA"), "{}", r.stderr);
+}
+
+/// Evidence that exists but is not a regular file fails the file, naming the path; nothing is
+/// ever opened that could block (a FIFO), so the audit always finishes.
+#[test]
+fn issue12_audit_fails_closed_on_evidence_that_is_not_a_regular_file() {
+    let dir = tempdir();
+    let repo = ["--repo", "trailofbits/pypi-attestations"];
+    type Make = Box<dyn Fn(&Path)>;
+    let cases: Vec<(&str, Make, &str)> = vec![
+        (
+            "a directory",
+            Box::new(|p: &Path| std::fs::create_dir(p).unwrap()),
+            "is a directory, not a regular file",
+        ),
+        (
+            "a FIFO",
+            Box::new(|p: &Path| mkfifo(p)),
+            "is a FIFO, not a regular file",
+        ),
+        (
+            "a socket",
+            Box::new(|p: &Path| {
+                // Leaked on purpose: the socket file must stay while the audit runs.
+                std::mem::forget(std::os::unix::net::UnixListener::bind(p).unwrap());
+            }),
+            "is a socket, not a regular file",
+        ),
+        (
+            "a link to a directory",
+            Box::new(|p: &Path| {
+                let target = p.with_extension("target-dir");
+                std::fs::create_dir(&target).unwrap();
+                std::os::unix::fs::symlink(&target, p).unwrap();
+            }),
+            "is a directory, not a regular file",
+        ),
+        (
+            "a dangling link",
+            Box::new(|p: &Path| std::os::unix::fs::symlink("/nonexistent/vouch", p).unwrap()),
+            "is a symbolic link that cannot be followed",
+        ),
+    ];
+    for (i, (what, make, expected)) in cases.iter().enumerate() {
+        let case = dir.path().join(format!("case{i}"));
+        std::fs::create_dir_all(&case).unwrap();
+        let rel = pypi_release(&case);
+        // The genuine attestation would verify on its own; the odd evidence next to it must
+        // not be skipped.
+        let odd = rel.join(format!("{PYPI_SDIST}.sigstore.json"));
+        make(&odd);
+        let r = audit_json(&[&rel], &repo);
+        assert_eq!(r.code, 1, "{what}: {}", r.stdout);
+        let row = &r.json()[0];
+        assert_eq!(row["verdict"], "failed", "{what}");
+        let reason = row["reason"].as_str().unwrap();
+        assert!(
+            reason.contains(&odd.display().to_string()) && reason.contains(expected),
+            "{what}: {reason}"
+        );
+    }
+    // The distribution file itself a FIFO: given directly, and met while walking.
+    let fifo_dir = dir.path().join("fifo");
+    std::fs::create_dir_all(&fifo_dir).unwrap();
+    let fifo = fifo_dir.join("demo-1.0-py3-none-any.whl");
+    mkfifo(&fifo);
+    for path in [&fifo, &fifo_dir] {
+        let r = audit_json(&[path], &repo);
+        assert_eq!(r.code, 1, "{path:?}: {}", r.stdout);
+        let row = &r.json()[0];
+        assert_eq!(row["verdict"], "failed");
+        assert!(
+            row["reason"].as_str().unwrap().contains("is a FIFO"),
+            "{row}"
+        );
+    }
+}
+
+/// `rebuild --work-dir` was parsed, then replaced by a scratch directory. A work dir that cannot
+/// be created (it would sit under a regular file) shows which one the rebuild used.
+#[test]
+fn issue12_rebuild_honours_work_dir() {
+    let dir = tempdir();
+    let (key, public) = keygen(dir.path(), "k.pem");
+    let wheel = dir.path().join("vouch_sample-0.1.0-py3-none-any.whl");
+    std::fs::write(&wheel, b"wheel").unwrap();
+    sign(&key, "vouch-build/vouch-sample", &[&wheel], 1_700_000_000);
+    let checkout = dir.path().join("checkout");
+    copy_sample(&checkout);
+    let blocker = dir.path().join("a-file");
+    std::fs::write(&blocker, b"").unwrap();
+    let work = blocker.join("work");
+    let r = run(vouch()
+        .arg("rebuild")
+        .arg(&wheel)
+        .arg("--bundle")
+        .arg(format!("{}.sigstore.json", wheel.display()))
+        .arg("--source")
+        .arg(&checkout)
+        .arg("--key")
+        .arg(&public)
+        .arg("--work-dir")
+        .arg(&work)
+        .args(["--repo", "vouch-build/vouch-sample"]));
+    assert_ne!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    assert!(
+        r.stderr.contains(&blocker.display().to_string()),
+        "the rebuild used --work-dir: {}",
+        r.stderr
+    );
+}

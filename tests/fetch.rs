@@ -451,11 +451,6 @@ fn archive_attack(members: Vec<(&str, Vec<u8>)>, reason: &str) {
 }
 
 #[test]
-fn rejects_zip_with_parent_traversal() {
-    archive_attack(vec![("../evil", b"x".to_vec())], "`..` component");
-}
-
-#[test]
 fn rejects_zip_with_absolute_member() {
     archive_attack(vec![("/tmp/evil", b"x".to_vec())], "absolute path");
 }
@@ -798,5 +793,470 @@ fn refuses_plain_http_api_off_loopback() {
         r.stderr.contains("plain http is only allowed on loopback"),
         "{}",
         r.stderr
+    );
+}
+
+// ---------------------------------------------------------------- issue 12
+
+/// The zip served is genuine and verifies, but the listing's `digest` says another zip was
+/// uploaded: only the digest check stands between them.
+#[test]
+fn issue12_rejects_download_whose_digest_is_not_the_listed_one() {
+    let w = World::new();
+    w.push_build();
+    let gh = w.github();
+    *gh.faults.listed_digest.lock().unwrap() = Some(format!("sha256:{}", "ab".repeat(32)));
+    let (r, out) = w.fetch(&gh, PUSH);
+    assert_rejected(
+        &r,
+        &out,
+        31,
+        &format!("is not the artifact's sha256:{}", "ab".repeat(32)),
+    );
+}
+
+/// A PR build whose statement names another head commit than the one asked for. The run is the
+/// right one (its head_sha is the commit), the certificate is genuine; only the statement's
+/// pr_head_sha says the wheel was built from other code.
+#[test]
+fn issue12_rejects_pr_build_whose_statement_names_another_head() {
+    let w = World::new();
+    let other_head = "4444444444444444444444444444444444444444";
+    let d = w.dir.path().join("build-pr-other-head");
+    std::fs::create_dir_all(&d).unwrap();
+    let wheel = d.join(WHEEL);
+    std::fs::write(&wheel, b"pr wheel").unwrap();
+    let bundle = d.join(format!("{WHEEL}.sigstore.json"));
+    let event =
+        serde_json::json!({"pull_request": {"number": 7, "head": {"sha": other_head}}}).to_string();
+    let r = attest_keyless(
+        &w.sigstore,
+        &claims("pull_request", "ci.yml", 700, Some(7)),
+        &wheel,
+        &bundle,
+        Some(&event),
+        &[],
+        &[],
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let name = format!("cupy-cuda13x-py3.12-linux-64-pr7-{HEAD}");
+    w.publish(&name, 700, "pull_request", Some(7), &[wheel, bundle]);
+    let gh = w.github();
+    let (r, out) = w.fetch(&gh, &pr7_args(&name));
+    assert_rejected(
+        &r,
+        &out,
+        14,
+        &format!("pr_head_sha): expected \"{HEAD}\", found \"{other_head}\""),
+    );
+}
+
+/// A genuine keyless wheel and bundle of run 499, uploaded as run 500's artifact: the run is
+/// pinned through the API, and the certificate must name that same run.
+#[test]
+fn issue12_rejects_bundle_replayed_from_another_run() {
+    let w = World::new();
+    let (wh, b) = w.signed(
+        "run499",
+        &claims("push", "ci.yml", 499, None),
+        None,
+        b"the wheel",
+    );
+    w.publish(&push_name(), 500, "push", None, &[wh, b]);
+    let gh = w.github();
+    let (r, out) = w.fetch(&gh, PUSH);
+    assert_rejected(
+        &r,
+        &out,
+        16,
+        "run (OID .1.21): expected \"500\", found \"https://github.com/cupy/cupy/actions/runs/499/attempts/1\"",
+    );
+}
+
+/// The API answers the download with a 302 to plain http on a host that is not loopback by
+/// name (`0.0.0.0` still reaches the test server, so a client that follows it really gets the
+/// zip, and the fetch would pass).
+#[test]
+fn issue12_refuses_plain_http_blob_url_off_loopback() {
+    let w = World::new();
+    w.push_build();
+    let gh = w.github();
+    *gh.faults.blob_base.lock().unwrap() = Some(gh.url.replace("127.0.0.1", "0.0.0.0"));
+    let (r, out) = w.fetch(&gh, PUSH);
+    assert_rejected(&r, &out, 31, "refusing a non-https download URL");
+}
+
+/// `..` members: the name climbs out of fetch's private directory into the temp directory,
+/// under a name nothing else uses, and that exact path must not appear. (A single `../evil`
+/// would land inside fetch's own temp directory, where no check could see it.)
+#[test]
+fn issue12_zip_traversal_writes_nothing_outside() {
+    let unique = format!(
+        "vouch-issue12-escape-{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos()
+    );
+    // fetch extracts into <tmp>/vouch-fetch-XXXX/x: two `..` reach <tmp>.
+    let member = format!("../../{unique}/evil");
+    let landing = std::env::temp_dir().join(&unique);
+    let w = World::new();
+    let id = w.push_build();
+    replace_zip(&w, id, &[(&member, b"x".to_vec())]);
+    let gh = w.github();
+    let (r, out) = w.fetch(&gh, PUSH);
+    let written = landing.join("evil").exists();
+    let _ = std::fs::remove_dir_all(&landing);
+    assert!(!written, "{landing:?} was written");
+    assert_rejected(&r, &out, 32, "`..` component");
+}
+
+/// `fetch` once wrote `DIR/.<name>.partial` with a plain create, following a link planted there.
+#[test]
+fn issue12_fetch_never_writes_through_a_planted_link() {
+    let w = World::new();
+    w.push_build();
+    let gh = w.github();
+    let out = w.dir.path().join("planted-out");
+    std::fs::create_dir_all(&out).unwrap();
+    let victim = w.dir.path().join("victim");
+    std::fs::write(&victim, b"precious").unwrap();
+    let bundle = format!("{WHEEL}.sigstore.json");
+    for name in [WHEEL, bundle.as_str()] {
+        std::os::unix::fs::symlink(&victim, out.join(format!(".{name}.partial"))).unwrap();
+    }
+    let token = w.dir.path().join("planted-token");
+    std::fs::write(&token, TOKEN).unwrap();
+    let r = run(vouch()
+        .arg("fetch")
+        .args(["--repo", REPO, "--api-url", &gh.url, "--token-file"])
+        .arg(&token)
+        .arg("--trust-root")
+        .arg(&w.root)
+        .arg("--out")
+        .arg(&out)
+        .args(PUSH));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(std::fs::read(&victim).unwrap(), b"precious");
+    for name in [WHEEL, bundle.as_str()] {
+        let meta = std::fs::symlink_metadata(out.join(name)).unwrap();
+        assert!(
+            meta.is_file(),
+            "{name} is a regular file, not the planted link"
+        );
+    }
+    assert_eq!(std::fs::read(out.join(WHEEL)).unwrap(), b"the wheel");
+}
+
+/// `--token-file` is consumed first: a usage error (ours or clap's) or `--store` (which needs no
+/// token) must not leave it behind; `--keep-token-file` keeps it.
+#[test]
+fn issue12_token_file_is_deleted_on_usage_errors_and_with_store() {
+    let w = World::new();
+    w.push_build();
+    let token = w.dir.path().join("tok");
+    let out = w.dir.path().join("o");
+    let cases: Vec<(Vec<&str>, i32)> = vec![
+        // Ours: no --repo.
+        (vec!["--out", out.to_str().unwrap(), "--event", "push"], 2),
+        // Clap's: no --out at all.
+        (vec!["--repo", REPO], 2),
+        // Clap's: a conflict found after parsing.
+        (
+            vec![
+                "--out",
+                out.to_str().unwrap(),
+                "--staging",
+                "--trust-root",
+                "x",
+            ],
+            2,
+        ),
+    ];
+    for (args, code) in &cases {
+        std::fs::write(&token, TOKEN).unwrap();
+        let r = run(vouch()
+            .arg("fetch")
+            .args(args)
+            .arg("--token-file")
+            .arg(&token));
+        assert_eq!(r.code, *code, "{args:?}: {}", r.stderr);
+        assert!(!token.exists(), "{args:?}: the token file is gone");
+    }
+    // From the environment, too.
+    std::fs::write(&token, TOKEN).unwrap();
+    let r = run(vouch()
+        .arg("fetch")
+        .arg("--out")
+        .arg(&out)
+        .env("GH_TOKEN_FILE", &token));
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(!token.exists(), "GH_TOKEN_FILE: the token file is gone");
+    // With --store: the fetch succeeds without any token, and the file is gone all the same.
+    std::fs::write(&token, TOKEN).unwrap();
+    let r = run(vouch()
+        .arg("fetch")
+        .args(["--repo", REPO, "--store"])
+        .arg(&w.store)
+        .arg("--trust-root")
+        .arg(&w.root)
+        .arg("--out")
+        .arg(&out)
+        .arg("--token-file")
+        .arg(&token)
+        .args(PUSH));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(!token.exists(), "--store: the token file is gone");
+    // --keep-token-file, even on a usage error.
+    std::fs::write(&token, TOKEN).unwrap();
+    let r = run(vouch()
+        .arg("fetch")
+        .arg("--out")
+        .arg(&out)
+        .arg("--token-file")
+        .arg(&token)
+        .arg("--keep-token-file"));
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(token.exists(), "--keep-token-file keeps it");
+}
+
+/// Usage errors a FlexCI user meets, all found before any API call.
+#[test]
+fn issue12_fetch_checks_its_inputs_before_any_api_call() {
+    let w = World::new();
+    w.push_build();
+    let gh = w.github();
+    let junk_key = w.dir.path().join("junk.pem");
+    std::fs::write(
+        &junk_key,
+        "-----BEGIN PUBLIC KEY-----\nnot base64\n-----END PUBLIC KEY-----\n",
+    )
+    .unwrap();
+    let cases: Vec<(Vec<&str>, i32, &str)> = vec![
+        (
+            vec![
+                "--event",
+                "pull_requests",
+                "--sha",
+                HEAD,
+                "--artifact-name",
+                "x",
+            ],
+            2,
+            "--event \"pull_requests\": expected one of push, pull_request, workflow_dispatch, schedule",
+        ),
+        (
+            vec![
+                "--event",
+                "push",
+                "--sha",
+                "1111111",
+                "--artifact-name",
+                "x",
+            ],
+            2,
+            "--sha \"1111111\" is not a full commit SHA",
+        ),
+        (
+            vec![
+                "--event",
+                "push",
+                "--pr",
+                "7",
+                "--sha",
+                HEAD,
+                "--artifact-name",
+                "x",
+            ],
+            2,
+            "--pr 7 names a pull request, but --event is \"push\"",
+        ),
+        (
+            vec![
+                "--artifact-name",
+                "x",
+                "--dist",
+                "cupy-cuda13x",
+                "--event",
+                "push",
+                "--sha",
+                HEAD,
+            ],
+            2,
+            "cannot be used with",
+        ),
+        (
+            vec!["--from-flexci", "--artifact-name", "x"],
+            2,
+            "--from-flexci: none of FLEXCI_BRANCH, FLEXCI_REFERENCE_COMMIT_ID, FLEXCI_COMMIT_ID is set",
+        ),
+        (
+            [&["--key", junk_key.to_str().unwrap()][..], PUSH].concat(),
+            17,
+            "not a PEM public key",
+        ),
+    ];
+    for (args, code, expected) in cases {
+        let r = run(vouch()
+            .arg("fetch")
+            .args(["--repo", REPO, "--api-url", &gh.url, "--trust-root"])
+            .arg(&w.root)
+            .arg("--out")
+            .arg(w.dir.path().join("o"))
+            .args(&args)
+            .env("GH_TOKEN", TOKEN)
+            .env_remove("FLEXCI_BRANCH")
+            .env_remove("FLEXCI_REFERENCE_COMMIT_ID")
+            .env_remove("FLEXCI_COMMIT_ID"));
+        assert_eq!(r.code, code, "{args:?}: {}", r.stderr);
+        assert!(r.stderr.contains(expected), "{args:?}: {}", r.stderr);
+    }
+    assert_eq!(gh.api_calls(), 0, "nothing reached the API");
+    // --api-url means nothing with --store.
+    let r = run(vouch()
+        .arg("fetch")
+        .args(["--repo", REPO, "--api-url", &gh.url, "--store"])
+        .arg(&w.store)
+        .arg("--out")
+        .arg(w.dir.path().join("o"))
+        .args(PUSH));
+    assert_eq!(r.code, 2, "{}", r.stderr);
+}
+
+/// A 401 says where a token comes from.
+#[test]
+fn issue12_unauthorized_names_token_file_and_gh_token() {
+    let w = World::new();
+    w.push_build();
+    let gh = w.github();
+    let fetch = |token: Option<&Path>| {
+        let mut cmd = vouch();
+        cmd.arg("fetch")
+            .args(["--repo", REPO, "--api-url", &gh.url, "--trust-root"])
+            .arg(&w.root)
+            .arg("--out")
+            .arg(w.dir.path().join("o"))
+            .args(PUSH)
+            .env_remove("GH_TOKEN")
+            .env_remove("GITHUB_TOKEN")
+            .env_remove("GH_TOKEN_FILE");
+        if let Some(t) = token {
+            cmd.arg("--token-file").arg(t);
+        }
+        run(&mut cmd)
+    };
+    let r = fetch(None);
+    assert_eq!(r.code, 31, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("no token was given: pass one with --token-file FILE, or set GH_TOKEN"),
+        "{}",
+        r.stderr
+    );
+    let wrong = w.dir.path().join("wrong-token");
+    std::fs::write(&wrong, "ghp_wrong").unwrap();
+    let r = fetch(Some(&wrong));
+    assert_eq!(r.code, 31, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("HTTP 401") && r.stderr.contains("the token from --token-file"),
+        "{}",
+        r.stderr
+    );
+    assert!(!r.stderr.contains("ghp_wrong"));
+}
+
+/// "(expired artifacts are no longer listed)" explains an empty listing only.
+#[test]
+fn issue12_expiry_hint_only_when_no_artifact_is_listed() {
+    let w = World::new();
+    w.push_build();
+    let gh = w.github();
+    let (r, out) = w.fetch(
+        &gh,
+        &[
+            "--event",
+            "push",
+            "--sha",
+            HEAD,
+            "--artifact-name",
+            "no-such-artifact",
+        ],
+    );
+    assert_rejected(&r, &out, 30, "(expired artifacts are no longer listed)");
+    w.edit("runs/500.json", |r| r["conclusion"] = "failure".into());
+    let (r, out) = w.fetch(&gh, PUSH);
+    assert_rejected(&r, &out, 30, "did not succeed");
+    assert!(!r.stderr.contains("expired"), "{}", r.stderr);
+}
+
+/// PR provenance signed with a key outside Actions (`attest --pr --pr-head-sha --merge-sha`)
+/// is what `fetch --event pull_request --pr N --sha HEAD --key` accepts.
+#[test]
+fn issue12_key_signed_pr_provenance_fetches() {
+    let w = World::new();
+    let (key, public) = keygen(w.dir.path(), "k.pem");
+    let d = w.dir.path().join("key-pr");
+    std::fs::create_dir_all(&d).unwrap();
+    let wheel = d.join(WHEEL);
+    std::fs::write(&wheel, b"key-signed pr wheel").unwrap();
+    let bundle = d.join(format!("{WHEEL}.sigstore.json"));
+    let r = run(vouch()
+        .arg("attest")
+        .arg(&wheel)
+        .arg("--out")
+        .arg(&bundle)
+        .arg("--signer")
+        .arg(format!("key:{}", key.display()))
+        .args([
+            "--local",
+            "--repo",
+            REPO,
+            "--workflow",
+            ".github/workflows/ci.yml",
+            "--ref",
+            "refs/pull/7/merge",
+            "--run-id",
+            "700",
+            "--runner",
+            "self-hosted",
+            "--pr",
+            "7",
+            "--pr-head-sha",
+            HEAD,
+            "--merge-sha",
+            MERGE,
+            "--cell",
+            "cuda13x-py3.12-linux-64",
+        ]));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let name = format!("cupy-cuda13x-py3.12-linux-64-pr7-{HEAD}");
+    w.publish(&name, 700, "pull_request", Some(7), &[wheel, bundle]);
+    let out = w.dir.path().join("key-pr-out");
+    let r = run(vouch()
+        .arg("fetch")
+        .args(["--repo", REPO, "--store"])
+        .arg(&w.store)
+        .arg("--key")
+        .arg(&public)
+        .args([
+            "--runner",
+            "self-hosted",
+            "--cell",
+            "cuda13x-py3.12-linux-64",
+            "--json",
+        ])
+        .arg("--out")
+        .arg(&out)
+        .args(pr7_args(&name)));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let v = &r.json()["wheels"][0]["verified"];
+    assert_eq!(v["signed_with"], "public-key");
+    assert_eq!(v["signer"]["sha"], MERGE);
+    assert_eq!(v["statement"]["vouch"]["pr_head_sha"], HEAD);
+    assert_eq!(
+        std::fs::read(out.join(WHEEL)).unwrap(),
+        b"key-signed pr wheel"
     );
 }

@@ -746,3 +746,531 @@ fn pr_policy_requires_the_certificate_ref() {
     );
     assert!(r.stderr.contains("refs/pull/7/merge"), "{}", r.stderr);
 }
+
+// ---------------------------------------------------------------- issue 12
+
+/// An exact `--ref` (no `*`) must equal the certificate's ref: not another ref, not a prefix.
+#[test]
+fn issue12_exact_ref_must_equal_the_certificate_ref() {
+    for wrong in ["refs/heads/main", "refs/heads/trun"] {
+        let r = run(vouch()
+            .args(["verify", "--digest", CLI_DIGEST, "--bundle"])
+            .arg(fixture(CLI_BUNDLE))
+            .args(["--repo", "cli/cli", "--ref", wrong, "--json"]));
+        assert_eq!(
+            (r.code, kind_of(&r).as_str()),
+            (16, "policy"),
+            "--ref {wrong}: {}",
+            r.stderr
+        );
+        assert_eq!(
+            r.json()["message"],
+            format!("source ref (OID .1.14): expected {wrong:?}, found \"refs/heads/trunk\"")
+        );
+    }
+}
+
+/// `verify --run-id` with another run than the certificate's.
+#[test]
+fn issue12_run_id_must_be_the_certificates_run() {
+    let sigstore = LocalSigstore::start();
+    let (signed, r) = sign_keyless(&sigstore, &pr_claims(), &[]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(verify_signed(&signed, &["--run-id", "6"]).code, 0);
+    let r = verify_signed(&signed, &["--run-id", "7"]);
+    assert_eq!(
+        (r.code, kind_of(&r).as_str()),
+        (16, "policy"),
+        "{}",
+        r.stderr
+    );
+    insta::assert_snapshot!(r.json()["message"].as_str().unwrap(), @r#"run (OID .1.21): expected "7", found "https://github.com/cupy/cupy/actions/runs/6/attempts/1""#);
+}
+
+/// A key-signed bundle and a key, for the key-path tests: (dir, file, bundle, public key).
+fn key_signed(extra: &[&str]) -> (tempfile::TempDir, PathBuf, PathBuf, PathBuf) {
+    let dir = tempdir();
+    let (key, public) = keygen(dir.path(), "signing.pem");
+    let file = dir.path().join("pkg-1.0-py3-none-any.whl");
+    std::fs::write(&file, b"wheel bytes").unwrap();
+    let bundle = dir.path().join("b.sigstore.json");
+    let r = run(vouch()
+        .arg("attest")
+        .arg(&file)
+        .arg("--out")
+        .arg(&bundle)
+        .arg("--signer")
+        .arg(format!("key:{}", key.display()))
+        .args([
+            "--local",
+            "--repo",
+            "me/pkg",
+            "--sha",
+            SHA,
+            "--runner",
+            "self-hosted",
+        ])
+        .args(extra));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    (dir, file, bundle, public)
+}
+
+fn verify_key(file: &Path, bundle: &Path, key: &Path, extra: &[&str]) -> Run {
+    run(vouch()
+        .arg("verify")
+        .arg(file)
+        .arg("--bundle")
+        .arg(bundle)
+        .arg("--key")
+        .arg(key)
+        .args(["--runner", "self-hosted", "--json"])
+        .args(extra))
+}
+
+/// On the key-signed path (no log entry, so sigstore never sees the artifact), the statement's
+/// subject is the only thing that ties the bundle to the file.
+#[test]
+fn issue12_key_signed_bundle_for_another_file_is_a_digest_failure() {
+    let (dir, file, bundle, key) = key_signed(&[]);
+    assert_eq!(verify_key(&file, &bundle, &key, &[]).code, 0);
+    let other = dir.path().join("pkg-1.0-py3-none-any-other.whl");
+    std::fs::write(&other, b"other wheel bytes").unwrap();
+    let r = verify_key(&other, &bundle, &key, &[]);
+    assert_eq!(
+        (r.code, kind_of(&r).as_str()),
+        (15, "digest"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.json()["message"]
+            .as_str()
+            .unwrap()
+            .contains("is not among the statement's subjects (pkg-1.0-py3-none-any.whl sha256:"),
+        "{}",
+        r.stdout
+    );
+}
+
+/// The bundle spec: a key-signed envelope's `keyid` equals `verificationMaterial.publicKey.hint`.
+#[test]
+fn issue12_key_signed_keyid_must_equal_the_hint() {
+    let (_dir, file, bundle, key) = key_signed(&[]);
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&bundle).unwrap()).unwrap();
+    let hint = v["verificationMaterial"]["publicKey"]["hint"].clone();
+    assert_eq!(
+        v["dsseEnvelope"]["signatures"][0]["keyid"], hint,
+        "vouch writes both, equal"
+    );
+    for keyid in [Some("another-key"), None] {
+        let mut t = v.clone();
+        match keyid {
+            Some(k) => t["dsseEnvelope"]["signatures"][0]["keyid"] = k.into(),
+            None => {
+                t["dsseEnvelope"]["signatures"][0]
+                    .as_object_mut()
+                    .unwrap()
+                    .remove("keyid");
+            }
+        }
+        std::fs::write(&bundle, t.to_string()).unwrap();
+        let r = verify_key(&file, &bundle, &key, &[]);
+        assert_eq!(
+            (r.code, kind_of(&r).as_str()),
+            (10, "bundle"),
+            "{keyid:?}: {}",
+            r.stderr
+        );
+        let message = r.json()["message"].as_str().unwrap().to_owned();
+        assert!(
+            message.contains("is not verificationMaterial.publicKey.hint"),
+            "{message}"
+        );
+    }
+}
+
+/// An empty `x509CertificateChain` is a broken bundle, not a key-signed one.
+#[test]
+fn issue12_empty_certificate_chain_is_not_called_key_signed() {
+    let dir = tempdir();
+    let b = tampered(dir.path(), CLI_BUNDLE, |v| {
+        let vm = v["verificationMaterial"].as_object_mut().unwrap();
+        vm.remove("certificate");
+        vm.insert(
+            "x509CertificateChain".into(),
+            serde_json::json!({ "certificates": [] }),
+        );
+    });
+    let key = keygen(dir.path(), "k.pem").1;
+    for extra in [&[][..], &["--key", key.to_str().unwrap()][..]] {
+        let r = verify_cli(&b, extra);
+        assert_eq!(
+            (r.code, kind_of(&r).as_str()),
+            (10, "bundle"),
+            "{extra:?}: {}",
+            r.stderr
+        );
+        let message = r.json()["message"].as_str().unwrap().to_owned();
+        assert!(
+            message.contains("x509CertificateChain holds no certificate")
+                && !message.contains("key-signed;")
+                && !message.contains("with --key"),
+            "{extra:?}: {message}"
+        );
+    }
+}
+
+/// `--json` failures carry what lies under the message, not only "is not a valid Sigstore
+/// bundle".
+#[test]
+fn issue12_json_failure_carries_the_cause_chain() {
+    let dir = tempdir();
+    let b = tampered(dir.path(), CLI_BUNDLE, |v| {
+        v["dsseEnvelope"]["signatures"] = serde_json::json!([]);
+    });
+    let r = verify_cli(&b, &[]);
+    assert_eq!((r.code, kind_of(&r).as_str()), (10, "bundle"));
+    let j = r.json();
+    assert!(
+        j["message"]
+            .as_str()
+            .unwrap()
+            .ends_with("is not a valid Sigstore bundle"),
+        "{j}"
+    );
+    let causes: Vec<&str> = j["causes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_str().unwrap())
+        .collect();
+    assert!(
+        causes.iter().any(|c| c.contains("signature")),
+        "the parser's reason is there: {causes:?}"
+    );
+}
+
+/// Identity claims of a key-signed bundle come from the statement: a mismatch names the
+/// statement's field, never a certificate OID it does not have.
+#[test]
+fn issue12_key_signed_policy_failures_cite_the_statement_not_oids() {
+    let (_dir, file, bundle, key) = key_signed(&[]);
+    for (flags, field) in [
+        (
+            vec!["--repo", "other/pkg"],
+            "source repository (statement claim externalParameters.workflow.repository)",
+        ),
+        (
+            vec!["--ref", "refs/heads/main"],
+            "source ref (statement claim externalParameters.workflow.ref)",
+        ),
+        (
+            vec!["--sha", "1111111111111111111111111111111111111111"],
+            "source commit (statement claim resolvedDependencies[0].digest.gitCommit)",
+        ),
+        (
+            vec!["--event", "push"],
+            "build trigger (statement claim internalParameters.github.event_name)",
+        ),
+        (
+            vec!["--run-id", "5"],
+            "run (statement claim runDetails.metadata.invocationId)",
+        ),
+    ] {
+        let r = verify_key(&file, &bundle, &key, &flags);
+        assert_eq!(
+            (r.code, kind_of(&r).as_str()),
+            (16, "policy"),
+            "{flags:?}: {}",
+            r.stderr
+        );
+        let message = r.json()["message"].as_str().unwrap().to_owned();
+        assert!(
+            message.starts_with(field) && !message.contains("OID"),
+            "{flags:?}: {message}"
+        );
+    }
+}
+
+#[test]
+fn issue12_bad_inputs_are_refused_before_verifying() {
+    let (dir, file, bundle, key) = key_signed(&[]);
+    // A private key, or not a key at all, as --key.
+    let private = dir.path().join("signing.pem");
+    let r = verify_key(&file, &bundle, &private, &[]);
+    assert_eq!(r.code, 17, "{}", r.stderr);
+    assert!(r.stderr.contains("holds a private key"), "{}", r.stderr);
+    let junk = dir.path().join("junk.pem");
+    std::fs::write(&junk, "not a key").unwrap();
+    let r = verify_key(&file, &bundle, &junk, &[]);
+    assert_eq!(r.code, 17, "{}", r.stderr);
+    assert!(r.stderr.contains("not a PEM public key"), "{}", r.stderr);
+    // A short commit or a malformed event could never match: usage errors.
+    for flags in [
+        ["--sha", "0123456"],
+        ["--event", "Pull Request"],
+        ["--run-id", "six"],
+    ] {
+        let r = verify_key(&file, &bundle, &key, &flags);
+        assert_eq!(r.code, 2, "{flags:?}: {}", r.stderr);
+    }
+    // --issuer with --key: a key-signed bundle has no issuer to hold it against.
+    let r = verify_key(
+        &file,
+        &bundle,
+        &key,
+        &["--issuer", "https://token.actions.githubusercontent.com"],
+    );
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("--issuer applies to certificates"),
+        "{}",
+        r.stderr
+    );
+    // Evidence that is a FIFO is refused, not waited on.
+    let fifo = dir.path().join("fifo.sigstore.json");
+    mkfifo(&fifo);
+    let mut cmd = vouch();
+    cmd.arg("verify")
+        .arg(&file)
+        .arg("--bundle")
+        .arg(&fifo)
+        .arg("--key")
+        .arg(&key);
+    let r = run_with_timeout(&mut cmd, std::time::Duration::from_secs(30));
+    assert_eq!(r.code, 6, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("a FIFO, not a regular file"),
+        "{}",
+        r.stderr
+    );
+}
+
+/// `attest` refuses flags it would otherwise ignore: context flags inside GitHub Actions (the
+/// context comes from GITHUB_*), keyless-only flags with a key signer.
+#[test]
+fn issue12_attest_refuses_flags_it_would_ignore() {
+    let dir = tempdir();
+    let (key, _) = keygen(dir.path(), "k.pem");
+    let file = dir.path().join("f.whl");
+    std::fs::write(&file, b"x").unwrap();
+    let attest = |extra: &[&str], actions: bool| {
+        let mut cmd = vouch();
+        cmd.arg("attest")
+            .arg(&file)
+            .arg("--out")
+            .arg(dir.path().join("b.json"))
+            .arg("--signer")
+            .arg(format!("key:{}", key.display()))
+            .args(extra);
+        if actions {
+            cmd.env("GITHUB_ACTIONS", "true")
+                .env("GITHUB_REPOSITORY", "cupy/cupy")
+                .env(
+                    "GITHUB_WORKFLOW_REF",
+                    "cupy/cupy/.github/workflows/ci.yml@refs/heads/main",
+                )
+                .env("GITHUB_REF", "refs/heads/main")
+                .env("GITHUB_SHA", SHA)
+                .env("GITHUB_EVENT_NAME", "push");
+        } else {
+            cmd.env_remove("GITHUB_ACTIONS");
+        }
+        run(&mut cmd)
+    };
+    assert_eq!(attest(&[], true).code, 0, "the context from GITHUB_*");
+    let r = attest(&["--repo", "other/repo", "--event", "release"], true);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("--repo, --event would be ignored"),
+        "{}",
+        r.stderr
+    );
+    let r = attest(&["--local", "--repo", "other/repo", "--sha", SHA], true);
+    assert_eq!(
+        r.code, 0,
+        "--local: the flags are the context: {}",
+        r.stderr
+    );
+    let r = attest(
+        &["--repo", "a/b", "--sha", SHA, "--fulcio-url", "https://f"],
+        false,
+    );
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("--fulcio-url only apply to keyless signing"),
+        "{}",
+        r.stderr
+    );
+}
+
+/// The OIDC token file is consumed before anything else can fail.
+#[test]
+fn issue12_oidc_token_file_is_deleted_even_on_a_usage_error() {
+    let dir = tempdir();
+    let token = dir.path().join("token.jwt");
+    for extra in [
+        &["--signer", "bogus"][..],
+        &["--signer", "key:/nonexistent"][..],
+    ] {
+        std::fs::write(&token, "a.b.c").unwrap();
+        let r = run(vouch()
+            .arg("attest")
+            .arg(dir.path().join("missing.whl"))
+            .arg("--out")
+            .arg(dir.path().join("b.json"))
+            .arg("--oidc-token-file")
+            .arg(&token)
+            .args(extra)
+            .env_remove("GITHUB_ACTIONS"));
+        assert_eq!(r.code, 2, "{extra:?}: {}", r.stderr);
+        assert!(!token.exists(), "{extra:?}: the token file is gone");
+    }
+    // Even a clap-level error (a missing --out) comes after the token file was consumed.
+    std::fs::write(&token, "a.b.c").unwrap();
+    let r = run(vouch()
+        .arg("attest")
+        .arg(dir.path().join("f.whl"))
+        .arg("--oidc-token-file")
+        .arg(&token));
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(!token.exists(), "the token file is gone");
+}
+
+/// `attest --pr --pr-head-sha --merge-sha` signs PR provenance with a key outside Actions, and
+/// the flags are checked.
+#[test]
+fn issue12_attest_signs_pr_provenance_with_a_key_outside_actions() {
+    const HEAD: &str = "1111111111111111111111111111111111111111";
+    let (_dir, file, bundle, key) = key_signed(&[
+        "--pr",
+        "7",
+        "--pr-head-sha",
+        HEAD,
+        "--merge-sha",
+        SHA,
+        "--ref",
+        "refs/pull/7/merge",
+    ]);
+    let r = verify_key(
+        &file,
+        &bundle,
+        &key,
+        &["--pr", "7", "--event", "pull_request"],
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let vouch_claims = &r.json()["results"][0]["statement"]["vouch"];
+    assert_eq!(vouch_claims["pr_number"], 7);
+    assert_eq!(vouch_claims["pr_head_sha"], HEAD);
+    assert_eq!(vouch_claims["merge_sha"], SHA);
+    let r = verify_key(&file, &bundle, &key, &["--pr", "8"]);
+    assert_eq!((r.code, kind_of(&r).as_str()), (16, "policy"));
+
+    let dir = tempdir();
+    let (k, _) = keygen(dir.path(), "k.pem");
+    let f = dir.path().join("f.whl");
+    std::fs::write(&f, b"x").unwrap();
+    let attest = |extra: &[&str]| {
+        run(vouch()
+            .arg("attest")
+            .arg(&f)
+            .arg("--out")
+            .arg(dir.path().join("b.json"))
+            .arg("--signer")
+            .arg(format!("key:{}", k.display()))
+            .args(["--repo", "me/pkg"])
+            .args(extra)
+            .env_remove("GITHUB_ACTIONS"))
+    };
+    for (extra, expected) in [
+        (
+            vec!["--pr", "7", "--pr-head-sha", "abc", "--sha", SHA],
+            "--pr-head-sha \"abc\" is not a full commit SHA",
+        ),
+        (
+            vec![
+                "--pr",
+                "7",
+                "--pr-head-sha",
+                HEAD,
+                "--merge-sha",
+                HEAD,
+                "--sha",
+                SHA,
+            ],
+            "differ",
+        ),
+        (vec!["--pr", "7", "--sha", SHA], "--pr-head-sha"),
+        (
+            vec![
+                "--pr",
+                "7",
+                "--pr-head-sha",
+                HEAD,
+                "--sha",
+                SHA,
+                "--event",
+                "push",
+            ],
+            "claims a pull request build",
+        ),
+        (
+            vec![
+                "--pr",
+                "7",
+                "--pr-head-sha",
+                HEAD,
+                "--sha",
+                SHA,
+                "--ref",
+                "refs/pull/8/merge",
+            ],
+            "another pull request's ref",
+        ),
+        (vec!["--pr-head-sha", HEAD, "--sha", SHA], "--pr"),
+        (
+            vec!["--sha", "0123"],
+            "--sha \"0123\" is not a full commit SHA",
+        ),
+    ] {
+        let r = attest(&extra);
+        assert_eq!(r.code, 2, "{extra:?}: {}", r.stderr);
+        assert!(r.stderr.contains(expected), "{extra:?}: {}", r.stderr);
+    }
+    // --merge-sha alone gives the commit.
+    let r = attest(&["--pr", "7", "--pr-head-sha", HEAD, "--merge-sha", SHA]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+}
+
+/// `verify --digest --policy FILE`: `[[project]]` entries are chosen by file name, and a digest
+/// has none, so they would be read and ignored.
+#[test]
+fn issue12_digest_with_project_policy_is_refused() {
+    let dir = tempdir();
+    let policy = dir.path().join("p.toml");
+    std::fs::write(
+        &policy,
+        "[[project]]\nname = \"gh\"\nrepository = \"cli/cli\"\nref = \"refs/heads/main\"\n",
+    )
+    .unwrap();
+    let r = run(vouch()
+        .args(["verify", "--digest", CLI_DIGEST, "--bundle"])
+        .arg(fixture(CLI_BUNDLE))
+        .args(["--repo", "cli/cli", "--policy"])
+        .arg(&policy));
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("[[project]] entries"), "{}", r.stderr);
+    // Defaults only: they apply to a digest as to a file.
+    std::fs::write(
+        &policy,
+        "repository = \"cli/cli\"\nref = \"refs/heads/trunk\"\n",
+    )
+    .unwrap();
+    let r = run(vouch()
+        .args(["verify", "--digest", CLI_DIGEST, "--bundle"])
+        .arg(fixture(CLI_BUNDLE))
+        .arg("--policy")
+        .arg(&policy));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+}

@@ -342,3 +342,56 @@ pub fn attest_keyless(
     );
     r
 }
+
+/// Runs `cmd`, killing it and failing the test if it takes longer than `limit`: for inputs that
+/// once made vouch wait forever (a FIFO), so a regression fails instead of hanging CI.
+pub fn run_with_timeout(cmd: &mut Command, limit: std::time::Duration) -> Run {
+    use std::io::Read as _;
+    let mut child = cmd
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let drain = |mut r: Box<dyn std::io::Read + Send>| {
+        std::thread::spawn(move || {
+            let mut s = Vec::new();
+            let _ = r.read_to_end(&mut s);
+            String::from_utf8_lossy(&s).into_owned()
+        })
+    };
+    let out = drain(Box::new(child.stdout.take().unwrap()));
+    let err = drain(Box::new(child.stderr.take().unwrap()));
+    let start = std::time::Instant::now();
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{cmd:?} did not finish within {limit:?}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    Run {
+        code: status.code().unwrap_or(-1),
+        stdout: out.join().unwrap(),
+        stderr: err.join().unwrap(),
+    }
+}
+
+/// A FIFO at `path` (`mkfifo`), which nothing ever writes to.
+pub fn mkfifo(path: &Path) {
+    let st = Command::new("mkfifo").arg(path).status().expect("mkfifo");
+    assert!(st.success(), "mkfifo {path:?} failed");
+}
+
+/// `vouch keygen` into `dir`: (private key, public key).
+pub fn keygen(dir: &Path, name: &str) -> (PathBuf, PathBuf) {
+    let key = dir.join(name);
+    let r = run(vouch().arg("keygen").arg("--out").arg(&key));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let public = PathBuf::from(format!("{}.pub", key.display()));
+    (key, public)
+}

@@ -78,8 +78,9 @@ pub fn generate_key() -> Result<(String, String), SignError> {
     Ok((private, public))
 }
 
-/// Signs with a local key. The bundle names the key by a hint (the sha256 of its public key);
-/// it has no certificate and no transparency-log entry.
+/// Signs with a local key. The bundle names the key by a hint (the sha256 of its public key),
+/// in the verification material and, as the bundle spec requires, as the DSSE signature's
+/// `keyid`; it has no certificate and no transparency-log entry.
 pub fn sign_with_key(statement: &Statement, key: &KeyPair) -> Result<Bundle, SignError> {
     let payload = statement_bytes(statement)?;
     let sig = key
@@ -90,7 +91,7 @@ pub fn sign_with_key(statement: &Statement, key: &KeyPair) -> Result<Bundle, Sig
     let envelope = DsseEnvelope::new(
         PAYLOAD_TYPE.to_owned(),
         PayloadBytes::from_bytes(&payload),
-        DsseSignature::new(sig, KeyId::default()),
+        DsseSignature::new(sig, KeyId::new(hint.clone())),
     );
     Ok(BundleV03::new(
         VerificationMaterialV03::PublicKey { hint },
@@ -150,4 +151,30 @@ pub async fn sign_keyless(
             rekor: services.rekor_url.clone(),
             source,
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn issue12_key_signed_bundle_names_the_key_twice_the_same_way() {
+        let (private, _) = generate_key().unwrap();
+        let key = load_key(&private, "k.pem").unwrap();
+        let statement = crate::statement_for(
+            &crate::RunContext {
+                repository: "o/r".into(),
+                sha: "0123456789abcdef0123456789abcdef01234567".into(),
+                ..Default::default()
+            },
+            vec![],
+            &crate::VouchClaims::default(),
+        );
+        let bundle: serde_json::Value =
+            serde_json::from_str(&sign_with_key(&statement, &key).unwrap().to_json().unwrap())
+                .unwrap();
+        let hint = &bundle["verificationMaterial"]["publicKey"]["hint"];
+        assert!(hint.as_str().is_some_and(|h| h.len() == 64), "{bundle}");
+        assert_eq!(&bundle["dsseEnvelope"]["signatures"][0]["keyid"], hint);
+    }
 }

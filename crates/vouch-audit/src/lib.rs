@@ -73,8 +73,10 @@ pub fn find_files(paths: &[PathBuf]) -> (Vec<PathBuf>, Vec<(PathBuf, String)>) {
                 .sort_by_file_name()
             {
                 match e {
+                    // Anything but a directory with a distribution's name is listed, so a FIFO or
+                    // socket posing as a wheel fails the audit instead of being passed over.
                     Ok(e)
-                        if e.file_type().is_file() && is_dist(&e.file_name().to_string_lossy()) =>
+                        if !e.file_type().is_dir() && is_dist(&e.file_name().to_string_lossy()) =>
                     {
                         out.push(e.path().to_owned())
                     }
@@ -109,13 +111,7 @@ pub fn dist_name(file_name: &str) -> String {
 }
 
 fn load_evidence(path: &Path) -> Result<Vec<Evidence>, VerifyError> {
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        VerifyError::with_source(
-            ErrorKind::Bundle,
-            format!("cannot read {}", path.display()),
-            e,
-        )
-    })?;
+    let text = vouch_verify::read_evidence_file(path)?;
     let origin = path.display().to_string();
     if path.to_string_lossy().ends_with(".intoto.jsonl") {
         let mut all = Vec::new();
@@ -125,6 +121,83 @@ fn load_evidence(path: &Path) -> Result<Vec<Evidence>, VerifyError> {
         return Ok(all);
     }
     vouch_verify::parse_evidence(&text, &origin)
+}
+
+/// The evidence files next to `file`. A path with an evidence name that exists but is not a
+/// regular file (a directory, a FIFO, a socket, a link to any of those, a dangling link) fails
+/// the file: evidence someone put there and that cannot be read must never be skipped.
+fn find_evidence(file: &Path) -> Result<Vec<PathBuf>, String> {
+    let mut found = Vec::new();
+    for suffix in EVIDENCE_SUFFIXES {
+        let path = PathBuf::from(format!("{}{suffix}", file.display()));
+        // Stat only: nothing is opened until it is known to be a regular file.
+        match std::fs::symlink_metadata(&path) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(format!("evidence {}: cannot stat: {e}", path.display())),
+            Ok(_) => {}
+        }
+        match std::fs::metadata(&path) {
+            Ok(m) if m.is_file() => found.push(path),
+            Ok(m) => {
+                return Err(format!(
+                    "evidence {} is {}, not a regular file",
+                    path.display(),
+                    describe(m.file_type())
+                ));
+            }
+            Err(e) => {
+                return Err(format!(
+                    "evidence {} is a symbolic link that cannot be followed: {e}",
+                    path.display()
+                ));
+            }
+        }
+    }
+    Ok(found)
+}
+
+/// An error and the causes that add something to it, joined as `a: b: c`.
+pub fn with_causes(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = e.to_string();
+    let mut cur = e.source();
+    while let Some(c) = cur {
+        let more = c.to_string();
+        // sigstore errors are wrapped with their own text as the message: say it once.
+        if !text.ends_with(&more) {
+            text.push_str(": ");
+            text.push_str(&more);
+        }
+        cur = c.source();
+    }
+    text
+}
+
+fn describe(t: std::fs::FileType) -> &'static str {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt as _;
+        if t.is_fifo() {
+            return "a FIFO";
+        }
+        if t.is_socket() {
+            return "a socket";
+        }
+        if t.is_block_device() || t.is_char_device() {
+            return "a device";
+        }
+    }
+    if t.is_dir() {
+        "a directory"
+    } else {
+        "a special file"
+    }
+}
+
+/// The sha256 of a regular file; anything else is refused before it is opened.
+fn hash_regular(path: &Path) -> std::io::Result<Sha256Digest> {
+    let mut hasher = vouch_core::Sha256Hasher::new();
+    std::io::copy(&mut vouch_verify::open_regular(path)?, &mut hasher)?;
+    Ok(hasher.finish())
 }
 
 impl Row {
@@ -184,7 +257,7 @@ impl Auditor {
         ev: &Evidence,
     ) -> Result<Verified, VerifyError> {
         let policy = self.policy_for(dist, ev.format);
-        if ev.bundle.signing_certificate().is_none() {
+        if ev.key_signed() {
             let key = self.key_pem.as_deref().ok_or_else(|| {
                 VerifyError::new(
                     ErrorKind::TrustRoot,
@@ -218,17 +291,19 @@ impl Auditor {
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
         let dist = dist_name(&name);
-        let evidence: Vec<PathBuf> = EVIDENCE_SUFFIXES
-            .iter()
-            .map(|s| PathBuf::from(format!("{}{s}", file.display())))
-            .filter(|p| p.is_file())
-            .collect();
-        let mut row = Row {
-            evidence: evidence.clone(),
-            ..Row::new(file, dist.clone(), Verdict::NoEvidence)
+        let mut row = Row::new(file, dist.clone(), Verdict::NoEvidence);
+        let evidence = match find_evidence(file) {
+            Ok(e) => e,
+            Err(reason) => {
+                row.verdict = Verdict::Failed;
+                row.kind = Some(ErrorKind::Bundle);
+                row.reason = Some(reason);
+                return row;
+            }
         };
-        let digest = match std::fs::read(file) {
-            Ok(data) => Sha256Digest::of(&data),
+        row.evidence.clone_from(&evidence);
+        let digest = match hash_regular(file) {
+            Ok(d) => d,
             Err(e) => {
                 row.verdict = Verdict::Failed;
                 row.reason = Some(format!("cannot read the file: {e}"));
@@ -262,8 +337,9 @@ impl Auditor {
                     row.verdict = Verdict::Failed;
                     row.kind = Some(e.kind);
                     row.reason = Some(format!(
-                        "{}: {e}",
-                        path.file_name().unwrap_or_default().to_string_lossy()
+                        "{}: {}",
+                        path.file_name().unwrap_or_default().to_string_lossy(),
+                        with_causes(&e)
                     ));
                     return row;
                 }

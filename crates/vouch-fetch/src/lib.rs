@@ -49,7 +49,7 @@ pub struct VerifyConfig {
 
 #[derive(Debug, thiserror::Error)]
 pub enum FetchError {
-    #[error("no artifact named {name:?} passed: {}", summarize(.rejected))]
+    #[error("{}", summarize(.name, .rejected))]
     NoCandidate {
         name: String,
         rejected: Vec<Rejection>,
@@ -68,11 +68,16 @@ pub enum FetchError {
     },
 }
 
-fn summarize(r: &[Rejection]) -> String {
+fn summarize(name: &str, r: &[Rejection]) -> String {
+    // Only when the listing had nothing at all can expiry be the explanation; when candidates
+    // were turned down, their reasons are the explanation.
     if r.is_empty() {
-        return "none exists (expired artifacts are no longer listed)".into();
+        return format!(
+            "no artifact named {name:?} is listed (expired artifacts are no longer listed)"
+        );
     }
-    r.iter()
+    let reasons = r
+        .iter()
         .map(|x| {
             format!(
                 "artifact {} (run {}): {}",
@@ -82,7 +87,8 @@ fn summarize(r: &[Rejection]) -> String {
             )
         })
         .collect::<Vec<_>>()
-        .join("; ")
+        .join("; ");
+    format!("no artifact named {name:?} passed: {reasons}")
 }
 
 /// Why one candidate was turned down. `kind` orders the exit code.
@@ -454,18 +460,14 @@ pub async fn fetch(
             let name = w.file_name().expect("extracted files have names");
             let dest = out.join(name);
             let bundle_dest = out.join(format!("{}.sigstore.json", name.to_string_lossy()));
+            // Exclusive temp file + rename: a link planted at any name in `out` is never
+            // written through.
             for (from, to) in [(&b, &bundle_dest), (&w, &dest)] {
-                let tmp = out.join(format!(
-                    ".{}.partial",
-                    to.file_name().expect("named").to_string_lossy()
-                ));
-                std::fs::copy(from, &tmp).map_err(|e| FetchError::Io {
-                    path: tmp.clone(),
-                    source: e,
-                })?;
-                std::fs::rename(&tmp, to).map_err(|e| FetchError::Io {
-                    path: to.clone(),
-                    source: e,
+                vouch_fs::copy_atomically(from, to, vouch_fs::Mode::Public).map_err(|e| {
+                    FetchError::Io {
+                        path: to.clone(),
+                        source: e,
+                    }
                 })?;
             }
             wheels_out.push(FetchedWheel {

@@ -103,10 +103,14 @@ impl Source {
                     path: from.clone(),
                     reason: e.to_string(),
                 })?;
-                std::fs::write(dest, &data).map_err(|e| FetchError::Io {
-                    path: dest.to_owned(),
-                    source: e,
-                })?;
+                // `dest` is a fresh name in fetch's own private directory: create it, never
+                // open something already there.
+                std::fs::File::create_new(dest)
+                    .and_then(|mut f| f.write_all(&data))
+                    .map_err(|e| FetchError::Io {
+                        path: dest.to_owned(),
+                        source: e,
+                    })?;
                 Ok(Download {
                     bytes: data.len() as u64,
                     sha256: vouch_core::Sha256Digest::of(&data),
@@ -149,7 +153,8 @@ pub fn publish(
         .unwrap_or(1000)
         + 1;
     let zip_path = root.join(format!("artifacts/{next_id}.zip"));
-    let mut zw = zip::ZipWriter::new(std::fs::File::create(&zip_path).map_err(io(&zip_path))?);
+    // Built in memory, then written like every other output (exclusive temp file + rename).
+    let mut zw = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
     for f in files {
         let name = f
             .file_name()
@@ -166,11 +171,14 @@ pub fn publish(
         zw.write_all(&std::fs::read(f).map_err(io(f))?)
             .map_err(io(&zip_path))?;
     }
-    zw.finish().map_err(|e| FetchError::Store {
-        path: zip_path.clone(),
-        reason: e.to_string(),
-    })?;
-    let data = std::fs::read(&zip_path).map_err(io(&zip_path))?;
+    let data = zw
+        .finish()
+        .map_err(|e| FetchError::Store {
+            path: zip_path.clone(),
+            reason: e.to_string(),
+        })?
+        .into_inner();
+    vouch_fs::write_atomically(&zip_path, &data, vouch_fs::Mode::Public).map_err(io(&zip_path))?;
     let repo_obj = json!({ "id": 1, "full_name": run.repo, "fork": false });
     let artifact = json!({
         "id": next_id, "name": name, "size_in_bytes": data.len(), "expired": false,
@@ -199,7 +207,12 @@ pub fn publish(
         (format!("workflows/{file}.json"), wf),
     ] {
         let p = root.join(rel);
-        std::fs::write(&p, serde_json::to_string_pretty(&v).expect("json")).map_err(io(&p))?;
+        vouch_fs::write_atomically(
+            &p,
+            serde_json::to_string_pretty(&v).expect("json").as_bytes(),
+            vouch_fs::Mode::Public,
+        )
+        .map_err(io(&p))?;
     }
     Ok(next_id)
 }

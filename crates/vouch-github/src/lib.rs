@@ -302,7 +302,8 @@ impl GithubClient {
             .0)
     }
 
-    /// Downloads artifact `id`'s zip to `dest`, following the redirect without credentials.
+    /// Downloads artifact `id`'s zip to `dest` (which must not exist), following the redirect
+    /// without credentials.
     pub async fn download_artifact(
         &self,
         repo: &str,
@@ -356,7 +357,8 @@ impl GithubClient {
             path: dest.to_owned(),
             source,
         };
-        let mut file = std::fs::File::create(dest).map_err(io)?;
+        // The caller names a fresh path in its own directory: never open what is already there.
+        let mut file = std::fs::File::create_new(dest).map_err(io)?;
         let mut hasher = vouch_core::Sha256Hasher::new();
         let mut bytes = 0u64;
         let mut stream = resp.bytes_stream();

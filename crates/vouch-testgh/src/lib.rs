@@ -26,6 +26,12 @@ pub struct Faults {
     pub truncate: AtomicBool,
     /// Artifacts per page of the list endpoint.
     pub page_size: AtomicU32,
+    /// List every artifact with this `digest` instead of its own (the zip served is unchanged).
+    pub listed_digest: Mutex<Option<String>>,
+    /// Send the download's 302 to this base URL instead of the server's own, e.g.
+    /// `http://0.0.0.0:PORT`: plain http on a host that is not loopback by name, which still
+    /// reaches this server, so a client that fails to refuse it really downloads.
+    pub blob_base: Mutex<Option<String>>,
 }
 
 pub struct FakeGithub {
@@ -116,6 +122,12 @@ async fn artifacts(
         .filter(|a| q.get("name").is_none_or(|n| a["name"] == n.as_str()))
         // Expired artifacts are no longer listed (since 2026-09-24).
         .filter(|a| a["expired"] != true)
+        .map(|mut a| {
+            if let Some(d) = st.faults.listed_digest.lock().unwrap().as_ref() {
+                a["digest"] = json!(d);
+            }
+            a
+        })
         .collect();
     all.sort_by_key(|a| std::cmp::Reverse(a["id"].as_u64()));
     let size = st.faults.page_size.load(Ordering::Relaxed).max(1) as usize;
@@ -181,11 +193,18 @@ async fn download(
     if !st.store.join(format!("artifacts/{id}.zip")).is_file() {
         return not_found();
     }
+    let base = st
+        .faults
+        .blob_base
+        .lock()
+        .unwrap()
+        .clone()
+        .unwrap_or_else(|| st.base.clone());
     (
         StatusCode::FOUND,
         [(
             "location",
-            format!("{}/blob/{id}?sig=blob-signature-secret&se=2099", st.base),
+            format!("{base}/blob/{id}?sig=blob-signature-secret&se=2099"),
         )],
     )
         .into_response()

@@ -2,8 +2,11 @@
 //! (`.sigstore.json`), a PEP 740 attestation (`.publish.attestation`), or a PyPI provenance
 //! object (the integrity API's `attestation_bundles`).
 
+use std::io::Read as _;
+use std::path::Path;
+
 use serde_json::{Value, json};
-use sigstore_types::Bundle;
+use sigstore_types::{Bundle, VerificationMaterialContent};
 
 use crate::{ErrorKind, VerifyError};
 
@@ -22,6 +25,84 @@ pub struct Evidence {
     pub bundle: Bundle,
     /// For PyPI provenance: the publisher object PyPI recorded next to the attestation.
     pub publisher: Option<Value>,
+}
+
+impl Evidence {
+    /// Signed with a key named by a hint (no certificate at all), to be verified with `--key`.
+    pub fn key_signed(&self) -> bool {
+        matches!(
+            self.bundle.verification_material.content,
+            VerificationMaterialContent::PublicKey(_)
+        )
+    }
+}
+
+/// What a path is when it is not a regular file, for messages.
+fn kind_of(t: std::fs::FileType) -> &'static str {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt as _;
+        if t.is_fifo() {
+            return "a FIFO";
+        }
+        if t.is_socket() {
+            return "a socket";
+        }
+        if t.is_block_device() || t.is_char_device() {
+            return "a device";
+        }
+    }
+    if t.is_dir() {
+        "a directory"
+    } else if t.is_symlink() {
+        "a symbolic link"
+    } else {
+        "a special file"
+    }
+}
+
+/// Opens `path` (following links) for reading only if it is a regular file. Checked before the
+/// open, so a FIFO is never opened (a read from it would wait for a writer forever), and again
+/// on the open handle (non-blocking, so a FIFO swapped in between cannot block), so what is read
+/// is what was checked.
+pub fn open_regular(path: &Path) -> std::io::Result<std::fs::File> {
+    let not_regular = |t: std::fs::FileType| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("it is {}, not a regular file", kind_of(t)),
+        )
+    };
+    let meta = std::fs::metadata(path)?;
+    if !meta.is_file() {
+        return Err(not_regular(meta.file_type()));
+    }
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::custom_flags(&mut options, libc::O_NONBLOCK);
+    let file = options.open(path)?;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(not_regular(meta.file_type()));
+    }
+    Ok(file)
+}
+
+/// Reads an evidence file (bundle, attestation, provenance), refusing anything that is not a
+/// regular file.
+pub fn read_evidence_file(path: &Path) -> Result<String, VerifyError> {
+    let read = || -> std::io::Result<String> {
+        let mut text = String::new();
+        open_regular(path)?.read_to_string(&mut text)?;
+        Ok(text)
+    };
+    read().map_err(|e| {
+        VerifyError::with_source(
+            ErrorKind::Bundle,
+            format!("cannot read evidence {}", path.display()),
+            e,
+        )
+    })
 }
 
 fn bundle_error(what: &str, e: impl std::error::Error + Send + Sync + 'static) -> VerifyError {

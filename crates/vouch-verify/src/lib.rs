@@ -10,11 +10,11 @@ mod root;
 mod verify;
 
 pub use error::{ErrorKind, VerifyError};
-pub use evidence::{Evidence, EvidenceFormat, parse_evidence};
+pub use evidence::{Evidence, EvidenceFormat, open_regular, parse_evidence, read_evidence_file};
 pub use policy::{
     GITHUB_ISSUER, PREDICATE_PEP740, Policy, SignerIdentity, StatementSummary, check_statement,
-    run_id_of,
+    is_commit_sha, run_id_of,
 };
 pub use policy_file::{PolicyFile, PolicyFileError, PolicySpec, ProjectPolicy};
 pub use root::TrustRootSource;
-pub use verify::{Checks, Verified, Verifier, verify_with_key};
+pub use verify::{Checks, Verified, Verifier, check_public_key, verify_with_key};

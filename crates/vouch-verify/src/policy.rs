@@ -187,38 +187,50 @@ impl Policy {
 
     /// Checks the certificate's identity against this policy.
     pub fn check_certificate(&self, id: &SignerIdentity) -> Result<(), VerifyError> {
-        let eq =
-            |claim: &str, expected: Option<&str>, found: Option<&str>| -> Result<(), VerifyError> {
-                match expected {
-                    Some(e) if found != Some(e) => {
-                        Err(VerifyError::mismatch(ErrorKind::Policy, claim, e, found))
-                    }
-                    _ => Ok(()),
-                }
-            };
+        self.check_identity(id, IdentitySource::Certificate)
+    }
+
+    /// Checks what a key-signed statement claims about its origin against this policy. The
+    /// messages name the statement's fields: there is no certificate, so no OID to cite.
+    pub fn check_statement_claims(&self, id: &SignerIdentity) -> Result<(), VerifyError> {
+        self.check_identity(id, IdentitySource::Statement)
+    }
+
+    fn check_identity(&self, id: &SignerIdentity, from: IdentitySource) -> Result<(), VerifyError> {
+        let label = |claim: Claim| from.label(claim);
+        let eq = |claim: Claim,
+                  expected: Option<&str>,
+                  found: Option<&str>|
+         -> Result<(), VerifyError> {
+            match expected {
+                Some(e) if found != Some(e) => Err(VerifyError::mismatch(
+                    ErrorKind::Policy,
+                    &label(claim),
+                    e,
+                    found,
+                )),
+                _ => Ok(()),
+            }
+        };
         if id.san.is_some() {
-            eq(
-                "issuer (OID 1.3.6.1.4.1.57264.1.8)",
-                Some(&self.issuer),
-                id.issuer.as_deref(),
-            )?;
+            eq(Claim::Issuer, Some(&self.issuer), id.issuer.as_deref())?;
         }
         let repo_uri = self
             .repository
             .as_ref()
             .map(|r| format!("{}/{r}", self.server_url));
         eq(
-            "source repository (OID .1.12)",
+            Claim::Repository,
             repo_uri.as_deref(),
             id.repository.as_deref(),
         )?;
         self.check_workflow(
-            "build signer workflow (OID .1.9)",
+            &label(Claim::SignerWorkflow),
             self.signer_workflow.as_deref(),
             id.signer_workflow.as_deref(),
         )?;
         self.check_workflow(
-            "build config workflow (OID .1.18)",
+            &label(Claim::BuildWorkflow),
             self.build_workflow.as_deref(),
             id.build_workflow.as_deref(),
         )?;
@@ -230,32 +242,20 @@ impl Policy {
         {
             return Err(VerifyError::mismatch(
                 ErrorKind::Policy,
-                "source ref (OID .1.14)",
+                &label(Claim::Ref),
                 pattern,
                 id.git_ref.as_deref(),
             ));
         }
-        eq(
-            "source commit (OID .1.13)",
-            self.sha.as_deref(),
-            id.sha.as_deref(),
-        )?;
-        eq(
-            "build trigger (OID .1.20)",
-            self.event.as_deref(),
-            id.event.as_deref(),
-        )?;
-        eq(
-            "runner environment (OID .1.11)",
-            self.runner.as_deref(),
-            id.runner.as_deref(),
-        )?;
+        eq(Claim::Commit, self.sha.as_deref(), id.sha.as_deref())?;
+        eq(Claim::Event, self.event.as_deref(), id.event.as_deref())?;
+        eq(Claim::Runner, self.runner.as_deref(), id.runner.as_deref())?;
         if let Some(run) = &self.run_id {
             let found = id.run.as_deref().and_then(run_id_of);
             if found != Some(run.as_str()) {
                 return Err(VerifyError::mismatch(
                     ErrorKind::Policy,
-                    "run (OID .1.21)",
+                    &label(Claim::Run),
                     run,
                     id.run.as_deref(),
                 ));
@@ -263,6 +263,77 @@ impl Policy {
         }
         Ok(())
     }
+}
+
+/// Where a [`SignerIdentity`] came from, which decides how a mismatch names the claim.
+#[derive(Clone, Copy)]
+enum IdentitySource {
+    Certificate,
+    Statement,
+}
+
+#[derive(Clone, Copy)]
+enum Claim {
+    Issuer,
+    Repository,
+    SignerWorkflow,
+    BuildWorkflow,
+    Ref,
+    Commit,
+    Event,
+    Runner,
+    Run,
+}
+
+impl IdentitySource {
+    fn label(self, claim: Claim) -> String {
+        let (what, oid, field) = match claim {
+            Claim::Issuer => ("issuer", "OID 1.3.6.1.4.1.57264.1.8", "-"),
+            Claim::Repository => (
+                "source repository",
+                "OID .1.12",
+                "externalParameters.workflow.repository",
+            ),
+            Claim::SignerWorkflow => (
+                "build signer workflow",
+                "OID .1.9",
+                "externalParameters.workflow",
+            ),
+            Claim::BuildWorkflow => (
+                "build config workflow",
+                "OID .1.18",
+                "externalParameters.workflow",
+            ),
+            Claim::Ref => ("source ref", "OID .1.14", "externalParameters.workflow.ref"),
+            Claim::Commit => (
+                "source commit",
+                "OID .1.13",
+                "resolvedDependencies[0].digest.gitCommit",
+            ),
+            Claim::Event => (
+                "build trigger",
+                "OID .1.20",
+                "internalParameters.github.event_name",
+            ),
+            Claim::Runner => (
+                "runner environment",
+                "OID .1.11",
+                "internalParameters.github.runner_environment",
+            ),
+            Claim::Run => ("run", "OID .1.21", "runDetails.metadata.invocationId"),
+        };
+        match self {
+            IdentitySource::Certificate => format!("{what} ({oid})"),
+            IdentitySource::Statement => format!("{what} (statement claim {field})"),
+        }
+    }
+}
+
+/// A full commit SHA: 40 lowercase hex digits, as certificates and statements carry it.
+pub fn is_commit_sha(s: &str) -> bool {
+    s.len() == 40
+        && s.bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
 }
 
 /// `https://github.com/o/r/actions/runs/123/attempts/1` -> `123`.

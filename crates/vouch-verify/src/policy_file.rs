@@ -11,6 +11,10 @@
 //! build_workflow = ".github/workflows/ci.yml"
 //! ref = "refs/tags/v*"
 //! ```
+//!
+//! `run_id`, `pr` and `cell` are enforced exactly as `vouch verify --run-id/--pr/--cell`: the
+//! certificate's run, the pull request (the certificate's ref and the statement's claim), and
+//! the statement's cell.
 
 use std::path::Path;
 
@@ -48,6 +52,12 @@ pub struct PolicySpec {
     /// `github-hosted`, `self-hosted`, or `any`.
     pub runner: Option<String>,
     pub predicate_type: Option<String>,
+    /// The workflow run that must have signed (OID .1.21, or the statement's invocation id).
+    pub run_id: Option<u64>,
+    /// The pull request the build must be for.
+    pub pr: Option<u64>,
+    /// The matrix cell the vouch statement must claim.
+    pub cell: Option<String>,
 }
 
 #[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
@@ -81,6 +91,13 @@ impl PolicySpec {
         set(&mut p.git_ref, &self.git_ref);
         set(&mut p.sha, &self.sha);
         set(&mut p.event, &self.event);
+        set(&mut p.cell, &self.cell);
+        if let Some(r) = self.run_id {
+            p.run_id = Some(r.to_string());
+        }
+        if self.pr.is_some() {
+            p.pr = self.pr;
+        }
         if let Some(i) = &self.issuer {
             p.issuer.clone_from(i);
         }
@@ -103,10 +120,31 @@ impl PolicyFile {
             path: path.to_owned(),
             source,
         })?;
-        toml::from_str(&text).map_err(|e| PolicyFileError::Invalid {
+        let file: PolicyFile = toml::from_str(&text).map_err(|e| PolicyFileError::Invalid {
             path: path.to_owned(),
             message: e.message().to_owned(),
-        })
+        })?;
+        // A short or mistyped commit could never match a certificate: say so now rather than
+        // fail every file later with a policy mismatch.
+        let specs = std::iter::once((None, &file.default)).chain(
+            file.project
+                .iter()
+                .map(|p| (Some(p.name.as_str()), &p.spec)),
+        );
+        for (name, spec) in specs {
+            if let Some(sha) = &spec.sha
+                && !crate::is_commit_sha(sha)
+            {
+                return Err(PolicyFileError::Invalid {
+                    path: path.to_owned(),
+                    message: format!(
+                        "{}sha = {sha:?} is not a full commit SHA (40 lowercase hex digits)",
+                        name.map_or_else(String::new, |n| format!("[[project]] {n:?}: "))
+                    ),
+                });
+            }
+        }
+        Ok(file)
     }
 
     /// The spec for distribution `dist` (normalized name), if the file names it.
@@ -136,6 +174,16 @@ mod tests {
         assert_eq!(p.repository.as_deref(), Some("cupy/cupy"));
         assert_eq!(p.git_ref.as_deref(), Some("refs/tags/v*"));
         assert_eq!(p.predicate_type, crate::PREDICATE_PEP740);
+        let f: PolicyFile =
+            toml::from_str("run_id = 12\npr = 7\n[[project]]\nname = \"a\"\ncell = \"c1\"\n")
+                .unwrap();
+        let mut p = Policy::default();
+        f.default.apply(&mut p);
+        f.project("a").unwrap().apply(&mut p);
+        assert_eq!(
+            (p.run_id.as_deref(), p.pr, p.cell.as_deref()),
+            (Some("12"), Some(7), Some("c1"))
+        );
         let err = toml::from_str::<PolicyFile>("repo = \"x\"").unwrap_err();
         assert!(err.message().contains("unknown field `repo`"), "{err}");
     }

@@ -37,6 +37,53 @@ pub struct Verified {
     pub notes: Vec<String>,
 }
 
+/// Why a bundle has no signing certificate, in words that lead to the right next step.
+fn no_certificate(bundle: &Bundle) -> VerifyError {
+    match &bundle.verification_material.content {
+        VerificationMaterialContent::PublicKey(_) => VerifyError::new(
+            ErrorKind::Bundle,
+            "the bundle carries no certificate (it is key-signed); verify it with --key",
+        ),
+        _ => VerifyError::new(
+            ErrorKind::Bundle,
+            "the bundle's verificationMaterial.x509CertificateChain holds no certificate: there \
+             is nothing to verify the signature against (it is not key-signed either, which \
+             would name a publicKey)",
+        ),
+    }
+}
+
+/// Parses the PEM public key a consumer gave (`--key`), so a wrong file is refused before any
+/// work is done with it.
+pub fn check_public_key(pem: &str) -> Result<(), VerifyError> {
+    parse_public_key(pem).map(drop)
+}
+
+fn parse_public_key(pem: &str) -> Result<DerPublicKey, VerifyError> {
+    if pem.contains("PRIVATE KEY-----") {
+        return Err(VerifyError::new(
+            ErrorKind::TrustRoot,
+            "the --key file holds a private key; give the public key (`vouch keygen` writes it \
+             to <key>.pub)",
+        ));
+    }
+    let key = DerPublicKey::from_pem(pem).map_err(|e| {
+        VerifyError::with_source(
+            ErrorKind::TrustRoot,
+            "the --key file is not a PEM public key (`-----BEGIN PUBLIC KEY-----`)",
+            e,
+        )
+    })?;
+    sigstore_crypto::VerificationKey::from_spki(&key).map_err(|e| {
+        VerifyError::with_source(
+            ErrorKind::TrustRoot,
+            "the --key file's public key is of an unsupported kind",
+            e,
+        )
+    })?;
+    Ok(key)
+}
+
 fn dsse_payload(bundle: &Bundle) -> Result<&[u8], VerifyError> {
     match &bundle.content {
         SignatureContent::DsseEnvelope(env) => Ok(env.payload.as_bytes()),
@@ -78,12 +125,9 @@ impl Verifier {
         policy: &Policy,
     ) -> Result<Verified, VerifyError> {
         let bundle = &evidence.bundle;
-        let cert = bundle.signing_certificate().ok_or_else(|| {
-            VerifyError::new(
-                ErrorKind::Bundle,
-                "the bundle carries no certificate (it is key-signed); verify it with --key",
-            )
-        })?;
+        let cert = bundle
+            .signing_certificate()
+            .ok_or_else(|| no_certificate(bundle))?;
         let info = sigstore_crypto::parse_certificate_info(cert).map_err(|e| {
             VerifyError::with_source(
                 ErrorKind::Certificate,
@@ -150,22 +194,34 @@ pub fn verify_with_key(
     root: Option<&TrustedRoot>,
 ) -> Result<Verified, VerifyError> {
     let bundle = &evidence.bundle;
-    if !matches!(
-        bundle.verification_material.content,
-        VerificationMaterialContent::PublicKey(_)
-    ) {
+    let hint = match &bundle.verification_material.content {
+        VerificationMaterialContent::PublicKey(k) => &k.hint,
+        VerificationMaterialContent::X509CertificateChain { certificates }
+            if certificates.is_empty() =>
+        {
+            return Err(no_certificate(bundle));
+        }
+        _ => {
+            return Err(VerifyError::new(
+                ErrorKind::Bundle,
+                "the bundle carries a certificate; verify it without --key (keyless)",
+            ));
+        }
+    };
+    let key = parse_public_key(key_pem)?;
+    // The bundle spec: a key-signed DSSE envelope's signature names the key by the same hint
+    // as the verification material. A bundle where they differ was not made by one signer.
+    if let SignatureContent::DsseEnvelope(env) = &bundle.content
+        && env.signature.keyid.as_str() != hint
+    {
         return Err(VerifyError::new(
             ErrorKind::Bundle,
-            "the bundle carries a certificate; verify it without --key (keyless)",
+            format!(
+                "dsseEnvelope.signatures[0].keyid {:?} is not verificationMaterial.publicKey.hint {hint:?}; the bundle spec requires them to be equal",
+                env.signature.keyid.as_str()
+            ),
         ));
     }
-    let key = DerPublicKey::from_pem(key_pem).map_err(|e| {
-        VerifyError::with_source(
-            ErrorKind::TrustRoot,
-            "the --key file is not a PEM public key",
-            e,
-        )
-    })?;
     let payload = dsse_payload(bundle)?;
     let mut notes = vec![
         "key-signed: signer identity comes only from the statement, which the key holder wrote"
@@ -213,7 +269,7 @@ pub fn verify_with_key(
     let statement = check_statement(payload, &digest.hex(), policy, None)?;
     // No CA speaks for the signer: the policy is held against what the statement claims.
     let claimed = SignerIdentity::from_statement(payload).unwrap_or_default();
-    policy.check_certificate(&claimed)?;
+    policy.check_statement_claims(&claimed)?;
     Ok(Verified {
         format: evidence.format,
         sha256: *digest,
