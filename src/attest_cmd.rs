@@ -275,10 +275,9 @@ pub fn run(args: AttestArgs) -> anyhow::Result<ExitCode> {
     let ctx = run_context(&args.context, &args.claims)?;
     let mut subjects = Vec::new();
     for f in &args.files {
-        let name = f
-            .file_name()
-            .and_then(|n| n.to_str())
-            .with_context(|| format!("{f:?} has no UTF-8 file name"))?;
+        let name = f.file_name().and_then(|n| n.to_str()).ok_or_else(|| {
+            crate::verify_cmd::UsageError(format!("{f:?}: a subject needs a UTF-8 file name"))
+        })?;
         subjects.push(Subject::sha256(name, &hash_file(f)?));
     }
     let claims = VouchClaims {

@@ -143,7 +143,12 @@ pub fn rebuild(args: RebuildArgs) -> anyhow::Result<ExitCode> {
     let digest = crate::attest_cmd::hash_file(&args.wheel)?;
     let text = crate::verify_cmd::read_regular_to_string(&args.bundle)?;
     let evidence = vouch_verify::parse_evidence(&text, &args.bundle.display().to_string())?;
-    let ev = evidence.first().context("the bundle holds no evidence")?;
+    let ev = evidence.first().ok_or_else(|| {
+        vouch_verify::VerifyError::new(
+            vouch_verify::ErrorKind::Bundle,
+            format!("{:?} holds no evidence", args.bundle),
+        )
+    })?;
     let verified = match &key_pem {
         Some(pem) => vouch_verify::verify_with_key(
             &digest,

@@ -94,7 +94,6 @@ impl UrlArgs {
 }
 
 /// Exit code when a credential can write a scope it must not.
-pub const FENCE_OPEN: u8 = crate::exit::Status::FenceOpen as u8;
 
 /// Puts the password from `file` into a `redis://[user@]host…` spec, so it never appears on a
 /// command line or in the environment. The file is read, not removed: a long-lived runner
@@ -489,7 +488,7 @@ pub fn run(cmd: CacheCommand) -> anyhow::Result<ExitCode> {
                 output::note(
                     "error: this credential can write a scope this build must not; failing closed",
                 );
-                Ok(ExitCode::from(FENCE_OPEN))
+                Ok(crate::exit::Status::FenceOpen.into())
             }
         }
     }

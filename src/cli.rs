@@ -17,7 +17,8 @@ use crate::{demo, exit, output};
     name = "vouch",
     version,
     propagate_version = true,
-    max_term_width = 100
+    max_term_width = 100,
+    after_long_help = crate::exit::long_help()
 )]
 pub struct Cli {
     #[command(subcommand)]

@@ -40,9 +40,12 @@ pub const TABLE: &[(Status, &str)] = &[
     (Status::Success, "success (for `diff`/`demo`: identical)"),
     (
         Status::Different,
-        "a comparison or verdict came out negative: `diff`/`demo`: the wheels differ; `audit`: not every file verified; `rebuild`: not reproduced",
+        "a comparison or verdict came out negative: `diff`/`demo`: the wheels differ; `audit`: not every file verified; `rebuild`: not reproduced; `workflows check`: stale or unsafe",
     ),
-    (Status::Usage, "usage error (bad or conflicting flags, a flag that would be ignored)"),
+    (
+        Status::Usage,
+        "usage error (bad or conflicting flags, a flag that would be ignored)",
+    ),
     (
         Status::InvalidInput,
         "invalid input: malformed wheel, wheel filename, artifact name, project, profile, policy file, key or run context",
@@ -101,7 +104,10 @@ pub const TABLE: &[(Status, &str)] = &[
         Status::UnsafeArchive,
         "`fetch`/`install`/`toolchain install`: unsafe archive (traversal, absolute name, link, too many members, bomb)",
     ),
-    (Status::InstallFailed, "`install`: pip failed on the verified wheels"),
+    (
+        Status::InstallFailed,
+        "`install`: pip failed on the verified wheels",
+    ),
     (
         Status::Signing,
         "`attest`: signing failed (no OIDC token, Fulcio or Rekor refused or unreachable)",
@@ -118,6 +124,15 @@ impl Status {
     }
 }
 
+/// The table as `vouch --help` shows it.
+pub fn long_help() -> String {
+    let mut s = String::from("Exit codes:\n");
+    for (status, meaning) in TABLE {
+        s.push_str(&format!("  {:>2}  {meaning}\n", status.code()));
+    }
+    s
+}
+
 impl From<Status> for ExitCode {
     fn from(s: Status) -> ExitCode {
         ExitCode::from(s.code())
@@ -126,22 +141,6 @@ impl From<Status> for ExitCode {
 
 pub const SUCCESS: u8 = Status::Success as u8;
 pub const DIFFERENT: u8 = Status::Different as u8;
-pub const IO: u8 = Status::Io as u8;
-
-pub fn verify_code(kind: vouch_verify::ErrorKind) -> u8 {
-    verify_status(kind).code()
-}
-
-impl Status {
-    /// The status with this code (`Internal` for a code not in the table).
-    pub fn from_code(code: u8) -> Status {
-        TABLE
-            .iter()
-            .map(|(s, _)| *s)
-            .find(|s| s.code() == code)
-            .unwrap_or(Status::Internal)
-    }
-}
 
 pub fn verify_status(kind: vouch_verify::ErrorKind) -> Status {
     use vouch_verify::ErrorKind as K;
@@ -228,9 +227,7 @@ fn workflows(e: &vouch_workflows::Error) -> Status {
     use vouch_workflows::Error as W;
     match e {
         W::Read { .. } | W::Write { .. } => Status::Io,
-        W::Option { .. } | W::Profile(_) | W::Yaml { .. } | W::Shape { .. } => {
-            Status::InvalidInput
-        }
+        W::Option { .. } | W::Profile(_) | W::Yaml { .. } | W::Shape { .. } => Status::InvalidInput,
     }
 }
 
@@ -238,7 +235,7 @@ fn workflows(e: &vouch_workflows::Error) -> Status {
 pub fn classify(err: &anyhow::Error) -> Status {
     for cause in err.chain() {
         if let Some(f) = cause.downcast_ref::<crate::fetch_cmd::FetchFailed>() {
-            return Status::from_code(f.code);
+            return f.status;
         }
         if cause
             .downcast_ref::<crate::verify_cmd::UsageError>()
@@ -345,7 +342,10 @@ mod tests {
     #[test]
     fn issue12_every_error_type_is_classified() {
         let cases: Vec<(anyhow::Error, Status)> = vec![
-            (crate::verify_cmd::UsageError("x".into()).into(), Status::Usage),
+            (
+                crate::verify_cmd::UsageError("x".into()).into(),
+                Status::Usage,
+            ),
             (
                 vouch_cache::StoreError::BadSpec("/tmp".into()).into(),
                 Status::Usage,
@@ -361,16 +361,25 @@ mod tests {
                 .into(),
                 Status::Usage,
             ),
-            (vouch_cache::ToolError::NotFound("sccache").into(), Status::Environment),
+            (
+                vouch_cache::ToolError::NotFound("sccache").into(),
+                Status::Environment,
+            ),
             (
                 crate::cache_cmd::CacheCmdError::NotInActions("GITHUB_EVENT_NAME").into(),
                 Status::Environment,
             ),
             (
-                vouch_attest::SignError::KeyFormat { path: "k.json".into() }.into(),
+                vouch_attest::SignError::KeyFormat {
+                    path: "k.json".into(),
+                }
+                .into(),
                 Status::InvalidInput,
             ),
-            (vouch_attest::SignError::NoAmbientToken.into(), Status::Signing),
+            (
+                vouch_attest::SignError::NoAmbientToken.into(),
+                Status::Signing,
+            ),
             (
                 vouch_attest::ContextError::Missing("GITHUB_REPOSITORY").into(),
                 Status::InvalidInput,
@@ -395,7 +404,10 @@ mod tests {
                 .into(),
                 Status::Usage,
             ),
-            (BuildError::WheelCount { found: 2 }.into(), Status::BuildFailed),
+            (
+                BuildError::WheelCount { found: 2 }.into(),
+                Status::BuildFailed,
+            ),
             (
                 vouch_toolchain::ToolchainError::Empty.into(),
                 Status::InvalidInput,
@@ -416,10 +428,7 @@ mod tests {
                     .into(),
                 Status::InvalidInput,
             ),
-            (
-                anyhow::Error::new(io()).context("reading x"),
-                Status::Io,
-            ),
+            (anyhow::Error::new(io()).context("reading x"), Status::Io),
         ];
         for (err, want) in cases {
             let got = classify(&err);

@@ -12,12 +12,8 @@ use vouch_fetch::{
 };
 use vouch_verify::TrustRootSource;
 
+use crate::exit::{Status, verify_status};
 use crate::output;
-
-pub const NO_RUN: u8 = 30;
-pub const DOWNLOAD: u8 = 31;
-pub const UNSAFE_ARCHIVE: u8 = 32;
-pub const INSTALL_FAILED: u8 = 33;
 
 #[derive(Args, Debug)]
 pub struct FetchArgs {
@@ -351,33 +347,31 @@ impl FetchArgs {
     }
 }
 
-/// Carries the exit code a fetch failure maps to.
+/// Carries the exit status a fetch failure maps to.
 #[derive(Debug, thiserror::Error)]
 #[error("{message}")]
 pub struct FetchFailed {
-    pub code: u8,
+    pub status: Status,
     pub message: String,
 }
 
-fn failure_code(e: &FetchError) -> u8 {
+fn failure_status(e: &FetchError) -> Status {
     match e {
         // The candidate that got furthest decides: a decoy artifact that fails pinning must not
         // hide the real one's verification failure.
         FetchError::NoCandidate { rejected, .. } => match rejected.iter().max_by_key(|r| r.kind) {
             Some(r) => match (r.kind, r.verify_kind) {
-                (RejectKind::Verify, Some(k)) => crate::exit::verify_code(k),
-                (RejectKind::Verify, None) => {
-                    crate::exit::verify_code(vouch_verify::ErrorKind::Bundle)
-                }
-                (RejectKind::Pin, _) => NO_RUN,
-                (RejectKind::Download, _) => DOWNLOAD,
-                (RejectKind::Archive, _) => UNSAFE_ARCHIVE,
+                (RejectKind::Verify, Some(k)) => verify_status(k),
+                (RejectKind::Verify, None) => Status::Bundle,
+                (RejectKind::Pin, _) => Status::NoRun,
+                (RejectKind::Download, _) => Status::Download,
+                (RejectKind::Archive, _) => Status::UnsafeArchive,
             },
-            None => NO_RUN,
+            None => Status::NoRun,
         },
-        FetchError::Github(_) | FetchError::Store { .. } => DOWNLOAD,
-        FetchError::Trust(e) => crate::exit::verify_code(e.kind),
-        FetchError::Io { .. } => crate::exit::IO,
+        FetchError::Github(_) | FetchError::Store { .. } => Status::Download,
+        FetchError::Trust(e) => verify_status(e.kind),
+        FetchError::Io { .. } => Status::Io,
     }
 }
 
@@ -398,7 +392,7 @@ fn do_fetch(args: &FetchArgs, out: &Path) -> anyhow::Result<FetchReport> {
     match fetched {
         Ok(r) => Ok(r),
         Err(e) => {
-            let code = failure_code(&e);
+            let status = failure_status(&e);
             let mut message = e.to_string();
             let mut cur = std::error::Error::source(&e);
             while let Some(c) = cur {
@@ -423,10 +417,10 @@ fn do_fetch(args: &FetchArgs, out: &Path) -> anyhow::Result<FetchReport> {
             }
             if args.json {
                 output::json(
-                    &serde_json::json!({ "fetched": false, "exit_code": code, "message": message }),
+                    &serde_json::json!({ "fetched": false, "exit_code": status.code(), "message": message }),
                 );
             }
-            Err(FetchFailed { code, message }.into())
+            Err(FetchFailed { status, message }.into())
         }
     }
 }
@@ -542,7 +536,7 @@ pub fn pip_install_verified(
         .with_context(|| format!("running {} -m pip", python.display()))?;
     if !status.success() {
         return Err(FetchFailed {
-            code: INSTALL_FAILED,
+            status: Status::InstallFailed,
             message: format!("pip install of the verified wheels failed ({status})"),
         }
         .into());

@@ -1274,3 +1274,58 @@ fn issue12_digest_with_project_policy_is_refused() {
         .arg(&policy));
     assert_eq!(r.code, 0, "{}", r.stderr);
 }
+
+/// Issue 12, item 14: the errors that used to fall through to 1 ("different"/"not verified")
+/// each exit with a documented code of their own.
+#[test]
+fn issue12_errors_once_unclassified_exit_with_their_own_codes() {
+    let dir = tempdir();
+    let file = dir.path().join("f.txt");
+    std::fs::write(&file, b"x").unwrap();
+    let json_key = dir.path().join("key.json");
+    std::fs::write(&json_key, b"{\"kty\": \"EC\"}").unwrap();
+    let sha = "a".repeat(40);
+    let attest = |signer: &str| {
+        run(vouch()
+            .args([
+                "attest", "--signer", signer, "--repo", "me/pkg", "--sha", &sha, "--out",
+            ])
+            .arg(dir.path().join("b.json"))
+            .arg(&file)
+            .env_remove("GITHUB_ACTIONS")
+            .env_remove("ACTIONS_ID_TOKEN_REQUEST_URL")
+            .env_remove("ACTIONS_ID_TOKEN_REQUEST_TOKEN"))
+    };
+    let key = attest(&format!("key:{}", json_key.display()));
+    assert_eq!(key.code, 3, "a JSON file is not a PEM key: {}", key.stderr);
+    assert!(key.stderr.contains("PKCS#8"), "{}", key.stderr);
+    let keyless = attest("sigstore");
+    assert_eq!(
+        keyless.code, 40,
+        "no OIDC token is a signing failure: {}",
+        keyless.stderr
+    );
+    for (args, code) in [
+        (vec!["cache", "stats", "--url", "junk"], 2),
+        (
+            vec![
+                "cache",
+                "check",
+                "--store",
+                "/tmp",
+                "--event",
+                "push",
+                "--ref",
+                "refs/heads/main",
+            ],
+            2,
+        ),
+    ] {
+        let r = run(vouch().args(&args));
+        assert_eq!(r.code, code, "{args:?}: {}", r.stderr);
+    }
+    assert!(
+        !dir.path().join("b.json").exists(),
+        "nothing written on failure"
+    );
+}
