@@ -142,7 +142,7 @@ fn find_evidence(file: &Path) -> Result<Vec<PathBuf>, String> {
                 return Err(format!(
                     "evidence {} is {}, not a regular file",
                     path.display(),
-                    describe(m.file_type())
+                    vouch_verify::kind_of(m.file_type())
                 ));
             }
             Err(e) => {
@@ -170,27 +170,6 @@ pub fn with_causes(e: &(dyn std::error::Error + 'static)) -> String {
         cur = c.source();
     }
     text
-}
-
-fn describe(t: std::fs::FileType) -> &'static str {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::FileTypeExt as _;
-        if t.is_fifo() {
-            return "a FIFO";
-        }
-        if t.is_socket() {
-            return "a socket";
-        }
-        if t.is_block_device() || t.is_char_device() {
-            return "a device";
-        }
-    }
-    if t.is_dir() {
-        "a directory"
-    } else {
-        "a special file"
-    }
 }
 
 /// The sha256 of a regular file; anything else is refused before it is opened.

@@ -151,22 +151,25 @@ fn parse_stats(
 pub fn read_tool_stats(tool: Tool) -> Result<ToolStats, ToolError> {
     let binary = which::which(tool.name()).map_err(|_| ToolError::NotFound(tool.name()))?;
     parse_stats(tool, |args| {
-        let what = format!("{} {}", tool.name(), args.join(" "));
-        let out = Command::new(&binary)
-            .args(args)
-            .output()
-            .map_err(|source| ToolError::Spawn {
-                what: what.clone(),
-                source,
-            })?;
-        if !out.status.success() {
-            return Err(ToolError::Failed {
-                what,
-                output: String::from_utf8_lossy(&out.stderr).into_owned(),
-            });
-        }
-        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+        let mut cmd = Command::new(&binary);
+        cmd.args(args);
+        stdout_of(cmd, format!("{} {}", tool.name(), args.join(" ")))
     })
+}
+
+/// Runs `cmd`; its stdout, or its stderr in the error when it fails.
+fn stdout_of(mut cmd: Command, what: String) -> Result<String, ToolError> {
+    let out = cmd.output().map_err(|source| ToolError::Spawn {
+        what: what.clone(),
+        source,
+    })?;
+    if !out.status.success() {
+        return Err(ToolError::Failed {
+            what,
+            output: String::from_utf8_lossy(&out.stderr).into_owned(),
+        });
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
 /// One build's use of a compiler cache: for sccache, a private server on its own port, with
@@ -225,22 +228,9 @@ impl ToolSession {
     }
 
     fn run(&self, args: &[&str]) -> Result<String, ToolError> {
-        let what = format!("{} {}", self.tool.name(), args.join(" "));
-        let out = self
-            .command()
-            .args(args)
-            .output()
-            .map_err(|source| ToolError::Spawn {
-                what: what.clone(),
-                source,
-            })?;
-        if !out.status.success() {
-            return Err(ToolError::Failed {
-                what,
-                output: String::from_utf8_lossy(&out.stderr).into_owned(),
-            });
-        }
-        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+        let mut cmd = self.command();
+        cmd.args(args);
+        stdout_of(cmd, format!("{} {}", self.tool.name(), args.join(" ")))
     }
 
     /// Reads the tool's own stats.

@@ -425,6 +425,14 @@ pub fn remove_tree(root: &Path) -> Result<(), SealError> {
 mod tests {
     use super::*;
 
+    /// What an attacker running as the same user does first.
+    fn writable(path: &Path) {
+        let mut p = std::fs::metadata(path).unwrap().permissions();
+        #[allow(clippy::permissions_set_readonly_false)]
+        p.set_readonly(false);
+        std::fs::set_permissions(path, p).unwrap();
+    }
+
     fn tree() -> tempfile::TempDir {
         let d = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(d.path().join("t/bin")).unwrap();
@@ -458,10 +466,7 @@ mod tests {
         // Same size, same mtime put back: only the content (and ctime) differ.
         let nvcc = root.join("bin/nvcc");
         let mtime = std::fs::metadata(&nvcc).unwrap().modified().unwrap();
-        let mut p = std::fs::metadata(&nvcc).unwrap().permissions();
-        #[allow(clippy::permissions_set_readonly_false)]
-        p.set_readonly(false);
-        std::fs::set_permissions(&nvcc, p).unwrap();
+        writable(&nvcc);
         std::fs::write(&nvcc, b"#!/bin/sh\necho evil\n").unwrap();
         std::fs::File::options()
             .write(true)
@@ -483,10 +488,7 @@ mod tests {
         let d = tree();
         let root = d.path().join("t");
         let seal = Seal::make(&root).unwrap();
-        let mut p = std::fs::metadata(&root).unwrap().permissions();
-        #[allow(clippy::permissions_set_readonly_false)]
-        p.set_readonly(false);
-        std::fs::set_permissions(&root, p).unwrap();
+        writable(&root);
         std::fs::write(root.join("evil.pth"), b"import os").unwrap();
         let err = seal.check(&root, false).unwrap_err().to_string();
         assert!(err.contains("\"evil.pth\" was added"), "{err}");
@@ -496,10 +498,7 @@ mod tests {
             let d = tree();
             let root = d.path().join("t");
             let seal = Seal::make(&root).unwrap();
-            let mut p = std::fs::metadata(&root).unwrap().permissions();
-            #[allow(clippy::permissions_set_readonly_false)]
-            p.set_readonly(false);
-            std::fs::set_permissions(&root, p).unwrap();
+            writable(&root);
             std::fs::remove_file(root.join("link")).unwrap();
             std::os::unix::fs::symlink("bin/nvcc", root.join("link")).unwrap();
             let err = seal.check(&root, false).unwrap_err().to_string();

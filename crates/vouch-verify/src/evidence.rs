@@ -38,7 +38,7 @@ impl Evidence {
 }
 
 /// What a path is when it is not a regular file, for messages.
-fn kind_of(t: std::fs::FileType) -> &'static str {
+pub fn kind_of(t: std::fs::FileType) -> &'static str {
     #[cfg(unix)]
     {
         use std::os::unix::fs::FileTypeExt as _;

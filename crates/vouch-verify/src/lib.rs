@@ -10,7 +10,9 @@ mod root;
 mod verify;
 
 pub use error::{ErrorKind, VerifyError};
-pub use evidence::{Evidence, EvidenceFormat, open_regular, parse_evidence, read_evidence_file};
+pub use evidence::{
+    Evidence, EvidenceFormat, kind_of, open_regular, parse_evidence, read_evidence_file,
+};
 pub use policy::{
     GITHUB_ISSUER, PREDICATE_PEP740, Policy, SignerIdentity, StatementSummary, check_statement,
     is_commit_sha, run_id_of,
