@@ -184,7 +184,7 @@ pub fn rebuild(args: RebuildArgs) -> anyhow::Result<ExitCode> {
         .prefix("vouch-rebuild-")
         .tempdir()?;
     let mut options =
-        crate::cli::build_options(&args.source, &scratch.path().join("out"), epoch, &args.env);
+        crate::cli::build_options(&args.source, &scratch.path().join("out"), epoch, &args.env)?;
     // A CUDA wheel reproduces only at its original build path: --work-dir (or
     // VOUCH_WORK_DIR) sets it, as in `vouch build`; only without one does the rebuild get a
     // private directory of its own.

@@ -141,6 +141,7 @@ fn install_toolchain(
         name: &name,
         python: &python.executable,
         progress: spinner.bytes_progress(),
+        seal_key: env.seal_key()?.as_deref(),
     })
     .with_context(|| format!("installing the {name} toolchain"))?;
     Ok(Some(installed))
@@ -194,8 +195,9 @@ pub fn build(args: BuildArgs) -> anyhow::Result<ExitCode> {
         &args.out,
         args.epoch.source_date_epoch,
         &args.env,
-    );
+    )?;
     options.trust = crate::cli::trust_level(args.cache.scope.event.as_deref());
+    crate::cli::warn_unkeyed(options.trust, options.seal_key.is_some());
     output::note(format!("building {}", args.source.display()));
     let cache = start_cache(&args, &mut options)?;
     let spinner = output::spinner(format!("building {}", args.source.display()));
@@ -507,8 +509,9 @@ fn build_cell(args: BuildArgs) -> anyhow::Result<ExitCode> {
         &args.out,
         args.epoch.source_date_epoch.or(sdist_epoch),
         &args.env,
-    );
+    )?;
     options.trust = trust;
+    crate::cli::warn_unkeyed(trust, options.seal_key.is_some());
     let cache = start_cache(&args, &mut options)?;
     let cuda_path = installed.as_ref().map(|i| i.cuda_path.clone());
     let mut cell_env = std::collections::BTreeMap::new();

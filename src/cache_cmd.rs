@@ -93,8 +93,6 @@ impl UrlArgs {
     }
 }
 
-/// Exit code when a credential can write a scope it must not.
-
 /// Puts the password from `file` into a `redis://[user@]host…` spec, so it never appears on a
 /// command line or in the environment. The file is read, not removed: a long-lived runner
 /// credential may be reused by later steps.

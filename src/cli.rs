@@ -103,6 +103,36 @@ pub struct ToolEnvArgs {
     /// [default: $XDG_CACHE_HOME/vouch or ~/.cache/vouch].
     #[arg(long, env = "VOUCH_CACHE_DIR", value_name = "DIR")]
     pub cache_dir: Option<PathBuf>,
+    /// File holding a secret (32+ bytes) that authenticates the seal records of the venvs and
+    /// toolkits this build reuses: give trusted builds one that untrusted builds never see, and
+    /// a record an untrusted build forged is refused.
+    #[arg(long, env = "VOUCH_SEAL_KEY_FILE", value_name = "FILE")]
+    pub seal_key_file: Option<PathBuf>,
+}
+
+impl ToolEnvArgs {
+    /// The seal key from `--seal-key-file`, when given.
+    pub fn seal_key(&self) -> anyhow::Result<Option<std::sync::Arc<vouch_fs::seal::SealKey>>> {
+        let Some(path) = &self.seal_key_file else {
+            return Ok(None);
+        };
+        let bytes =
+            std::fs::read(path).with_context(|| format!("reading --seal-key-file {path:?}"))?;
+        let secret = bytes.trim_ascii_end();
+        let key = vouch_fs::seal::SealKey::new(secret)
+            .map_err(|e| crate::verify_cmd::UsageError(format!("--seal-key-file {path:?}: {e}")))?;
+        Ok(Some(std::sync::Arc::new(key)))
+    }
+}
+
+/// A trusted build without a seal key reuses records any same-user process could have
+/// rewritten: say so where the build's log is read.
+pub fn warn_unkeyed(trust: vouch_build::TrustLevel, key: bool) {
+    if trust == vouch_build::TrustLevel::Trusted && !key {
+        output::annotate_warning(
+            "a trusted build without --seal-key-file: the venvs and toolkits it reuses are checked against records that code of an untrusted build on this machine could rewrite",
+        );
+    }
 }
 
 #[derive(Args, Debug)]
@@ -284,8 +314,8 @@ pub fn build_options(
     out: &Path,
     epoch: Option<u64>,
     env: &BuildEnvArgs,
-) -> vouch_build::BuildOptions {
-    vouch_build::BuildOptions {
+) -> anyhow::Result<vouch_build::BuildOptions> {
+    Ok(vouch_build::BuildOptions {
         source: source.to_owned(),
         out_dir: out.to_owned(),
         source_date_epoch: epoch,
@@ -302,7 +332,8 @@ pub fn build_options(
         patch: None,
         repair: None,
         trust: trust_level(None),
-    }
+        seal_key: env.tools.seal_key()?,
+    })
 }
 
 /// A store spec without any password.

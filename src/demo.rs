@@ -206,7 +206,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
         let out = out_root.join(format!("build-{}", i + 1));
         output::note(format!("build {}: {}", i + 1, source.display()));
         // Each build also compiles in its own directory, so a leaked build path would show.
-        let mut options = build_options(source, &out, Some(DEMO_EPOCH), &args.env);
+        let mut options = build_options(source, &out, Some(DEMO_EPOCH), &args.env)?;
         options.work_dir = Some(match &args.env.work_dir {
             Some(w) => std::path::absolute(w)?.join(format!("build-{}", i + 1)),
             None => source.with_file_name("work"),

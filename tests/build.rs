@@ -583,3 +583,72 @@ fn issue12_build_refuses_flags_it_would_ignore() {
     ]));
     assert_eq!(r.code, 2, "{}", r.stderr);
 }
+
+/// Issue 12, item 2, the same-user attack: a pull request's build (same OS user, same
+/// `VOUCH_CACHE_DIR`) plants a `.pth` in the *trusted* root's sealed venv and rewrites that
+/// venv's seal record to match. A push build holding the seal key refuses the forged record,
+/// makes the venv again and never runs the planted file.
+#[test]
+fn issue12_a_pr_build_cannot_forge_the_trusted_venv_seal() {
+    let dir = tempdir();
+    let cache = dir.path().join("cache");
+    let marker = dir.path().join("pwned");
+    let key = dir.path().join("seal.key");
+    std::fs::write(&key, "k".repeat(48)).unwrap();
+    let good = dir.path().join("good");
+    copy_sample(&good);
+    let evil = dir.path().join("evil");
+    copy_sample(&evil);
+    let setup = evil.join("setup.py");
+    let forge = format!(
+        r#"import glob, hashlib, json, os, pathlib, stat
+for seal in glob.glob(r'{cache}/trusted/venvs/*.seal.json'):
+    root = seal[: -len('.seal.json')]
+    for site in glob.glob(root + '/lib/python*/site-packages'):
+        os.chmod(site, 0o755)
+        data = b"import pathlib; pathlib.Path(r'{marker}').write_text('ran')\n"
+        pathlib.Path(site, 'zz_evil.pth').write_bytes(data)
+        rec = json.load(open(seal))
+        rel = os.path.relpath(site, root) + '/zz_evil.pth'
+        rec['entries'][rel] = {{'kind': 'file', 'size': len(data),
+            'sha256': hashlib.sha256(data).hexdigest(), 'executable': False}}
+        os.chmod(seal, 0o644)
+        json.dump(rec, open(seal, 'w'))
+"#,
+        cache = cache.display(),
+        marker = marker.display()
+    );
+    let text = std::fs::read_to_string(&setup).unwrap();
+    std::fs::write(&setup, format!("{forge}\n{text}")).unwrap();
+    let build = |source: &Path, event: &str, keyed: bool, out: &str| {
+        let mut cmd = vouch();
+        cmd.arg("build")
+            .arg("--source")
+            .arg(source)
+            .arg("--out")
+            .arg(dir.path().join(out))
+            .env("VOUCH_CACHE_DIR", &cache)
+            .env("GITHUB_ACTIONS", "true")
+            .env("GITHUB_EVENT_NAME", event)
+            .env_remove("GITHUB_STEP_SUMMARY");
+        if keyed {
+            cmd.arg("--seal-key-file").arg(&key);
+        }
+        run(&mut cmd)
+    };
+    let r = build(&good, "push", true, "o1");
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let r = build(&evil, "pull_request", false, "o2");
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let planted: Vec<_> = walkdir::WalkDir::new(cache.join("trusted"))
+        .into_iter()
+        .filter_map(Result::ok)
+        .filter(|e| e.file_name() == "zz_evil.pth")
+        .collect();
+    assert_eq!(planted.len(), 1, "the attack reached the trusted venv");
+
+    let r = build(&good, "push", true, "o3");
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stderr.contains("not authenticated"), "{}", r.stderr);
+    assert!(!marker.exists(), "the push build ran the planted .pth");
+}

@@ -49,6 +49,8 @@ pub struct BuildOptions {
     pub repair: Option<Repair>,
     /// Which cache root the build's venv (and toolkit) come from.
     pub trust: TrustLevel,
+    /// Authenticates the seal records of what this build reuses (see [`vouch_fs::seal`]).
+    pub seal_key: Option<std::sync::Arc<vouch_fs::seal::SealKey>>,
 }
 
 /// Builds of different trust run tools from different roots of the cache directory, so an
@@ -263,6 +265,7 @@ pub fn build_wheel(options: &BuildOptions) -> Result<BuildOutput, BuildError> {
         &python,
         &build_system,
         &options.trust.root(&options.cache_dir).join("venvs"),
+        options.seal_key.as_deref(),
     )?;
 
     let work_root = options

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use sha2::{Digest as _, Sha256};
 
-use vouch_fs::seal::{Seal, SealError};
+use vouch_fs::seal::{Seal, SealError, SealKey};
 
 use crate::{BuildError, BuildSystem, run_logged, scrubbed_command};
 
@@ -121,6 +121,7 @@ impl SealedVenv {
         python: &Python,
         system: &BuildSystem,
         venvs: &Path,
+        seal_key: Option<&SealKey>,
     ) -> Result<SealedVenv, BuildError> {
         let mut key = Sha256::new();
         for part in [
@@ -141,7 +142,7 @@ impl SealedVenv {
 
         if root.exists() {
             let started = std::time::Instant::now();
-            match Seal::read(&seal_path)
+            match Seal::read(&seal_path, seal_key)
                 .and_then(|seal| seal.check(&root, false).map(|c| (seal, c)))
             {
                 Ok((seal, checked)) => {
@@ -219,7 +220,7 @@ impl SealedVenv {
             if !root.is_dir() {
                 return Err(io(&root)(e));
             }
-            let seal = Seal::read(&seal_path).map_err(seal_err)?;
+            let seal = Seal::read(&seal_path, seal_key).map_err(seal_err)?;
             seal.check(&root, false).map_err(seal_err)?;
             return Ok(SealedVenv {
                 root,
@@ -229,7 +230,7 @@ impl SealedVenv {
             });
         }
         let seal = Seal::make(&root).map_err(seal_err)?;
-        seal.write(&seal_path).map_err(seal_err)?;
+        seal.write(&seal_path, seal_key).map_err(seal_err)?;
         Ok(SealedVenv {
             root,
             seal,

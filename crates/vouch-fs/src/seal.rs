@@ -8,9 +8,12 @@
 //! hashed. Extra files (a dropped `.pth`), missing ones, changed links and changed execute
 //! bits fail the check.
 //!
-//! The record lives beside the tree and is only as safe as the directory holding both: code
-//! that runs as the same user and sets out to rewrite vouch's cache can rewrite the record
-//! too. That is why callers keep trees of different trust levels under different roots.
+//! The record lives beside the tree. On its own it is only as safe as the directory holding
+//! both: code that runs as the same user and sets out to rewrite vouch's cache can rewrite the
+//! record too. A [`SealKey`] closes that: records written with it carry an HMAC, and a reader
+//! holding the key accepts no record without a valid one. A pull request's build never holds
+//! the key of the trusted builds (GitHub sends a job only the secrets it references), so it
+//! cannot forge a record a trusted build would accept.
 
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
@@ -33,6 +36,12 @@ pub enum SealError {
         #[source]
         source: serde_json::Error,
     },
+    #[error(
+        "seal record {path:?} is not authenticated by this build's seal key (written without it, with another key, or altered)"
+    )]
+    Unauthenticated { path: PathBuf },
+    #[error("the seal key must be at least 32 bytes; got {0}")]
+    ShortKey(usize),
     #[error("{tree:?}: {path:?} {what} since the tree was sealed")]
     Changed {
         tree: PathBuf,
@@ -70,6 +79,34 @@ enum Entry {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Seal {
     entries: BTreeMap<String, Entry>,
+    /// HMAC-SHA256 (hex) of the entries' JSON, when written with a [`SealKey`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    mac: Option<String>,
+}
+
+/// The secret that authenticates seal records (HMAC-SHA256). Never logged.
+pub struct SealKey(aws_lc_rs::hmac::Key);
+
+impl std::fmt::Debug for SealKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SealKey(***)")
+    }
+}
+
+impl SealKey {
+    pub fn new(secret: &[u8]) -> Result<SealKey, SealError> {
+        if secret.len() < 32 {
+            return Err(SealError::ShortKey(secret.len()));
+        }
+        Ok(SealKey(aws_lc_rs::hmac::Key::new(
+            aws_lc_rs::hmac::HMAC_SHA256,
+            secret,
+        )))
+    }
+}
+
+fn entries_json(entries: &BTreeMap<String, Entry>) -> Vec<u8> {
+    serde_json::to_vec(entries).expect("entries serialize")
 }
 
 /// How a check went.
@@ -147,6 +184,16 @@ fn hash_file(path: &Path, mut sink: Option<&mut dyn Write>) -> Result<(String, u
         total += n as u64;
     }
     Ok((hex_lower(&h.finalize()), total))
+}
+
+fn hex_decode(s: &str) -> Option<Vec<u8>> {
+    if s.len() % 2 != 0 {
+        return None;
+    }
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok())
+        .collect()
 }
 
 fn hex_lower(bytes: &[u8]) -> String {
@@ -360,16 +407,32 @@ impl Seal {
         Ok(checked)
     }
 
-    pub fn read(path: &Path) -> Result<Seal, SealError> {
+    /// Reads a record; with a key, only one whose HMAC that key made.
+    pub fn read(path: &Path, key: Option<&SealKey>) -> Result<Seal, SealError> {
         let bytes = std::fs::read(path).map_err(io(path))?;
-        serde_json::from_slice(&bytes).map_err(|source| SealError::Record {
+        let seal: Seal = serde_json::from_slice(&bytes).map_err(|source| SealError::Record {
             path: path.to_owned(),
             source,
-        })
+        })?;
+        if let Some(key) = key {
+            let authentic = seal.mac.as_deref().and_then(hex_decode).is_some_and(|tag| {
+                aws_lc_rs::hmac::verify(&key.0, &entries_json(&seal.entries), &tag).is_ok()
+            });
+            if !authentic {
+                return Err(SealError::Unauthenticated {
+                    path: path.to_owned(),
+                });
+            }
+        }
+        Ok(seal)
     }
 
-    pub fn write(&self, path: &Path) -> Result<(), SealError> {
-        let json = serde_json::to_vec(self).expect("a seal serializes");
+    /// Writes the record; with a key, with its HMAC.
+    pub fn write(&self, path: &Path, key: Option<&SealKey>) -> Result<(), SealError> {
+        let mut record = self.clone();
+        record.mac = key
+            .map(|k| hex_lower(aws_lc_rs::hmac::sign(&k.0, &entries_json(&self.entries)).as_ref()));
+        let json = serde_json::to_vec(&record).expect("a seal serializes");
         crate::write_atomically(path, &json, crate::Mode::Public).map_err(io(path))
     }
 }
@@ -457,8 +520,8 @@ mod tests {
         let root = d.path().join("t");
         let seal = Seal::make(&root).unwrap();
         let record = d.path().join("t.seal.json");
-        seal.write(&record).unwrap();
-        let seal = Seal::read(&record).unwrap();
+        seal.write(&record, None).unwrap();
+        let seal = Seal::read(&record, None).unwrap();
         let ok = seal.check(&root, false).unwrap();
         assert_eq!((ok.files, ok.by_identity, ok.hashed), (2, 2, 0));
         assert_eq!(seal.check(&root, true).unwrap().hashed, 2);
@@ -504,6 +567,39 @@ mod tests {
             let err = seal.check(&root, false).unwrap_err().to_string();
             assert!(err.contains("points elsewhere"), "{err}");
         }
+    }
+
+    #[test]
+    fn a_keyed_record_cannot_be_forged_without_the_key() {
+        let d = tree();
+        let root = d.path().join("t");
+        let key = SealKey::new(&[7u8; 32]).unwrap();
+        let record = d.path().join("t.seal.json");
+        let seal = Seal::make(&root).unwrap();
+        seal.write(&record, Some(&key)).unwrap();
+        assert_eq!(
+            Seal::read(&record, Some(&key)).unwrap().entries,
+            seal.entries
+        );
+
+        // The attacker adds a file and re-records the tree, without the key or with another.
+        writable(&root);
+        std::fs::write(root.join("evil.pth"), b"import os").unwrap();
+        let forged = Seal::make(&root).unwrap();
+        for attacker in [None, Some(SealKey::new(&[9u8; 32]).unwrap())] {
+            forged.write(&record, attacker.as_ref()).unwrap();
+            let err = Seal::read(&record, Some(&key)).unwrap_err();
+            assert!(matches!(err, SealError::Unauthenticated { .. }), "{err}");
+        }
+        // Editing a keyed record's entries breaks its MAC too.
+        seal.write(&record, Some(&key)).unwrap();
+        let text = std::fs::read_to_string(&record).unwrap();
+        std::fs::write(&record, text.replacen("\"lib.txt\"", "\"lib.txz\"", 1)).unwrap();
+        assert!(Seal::read(&record, Some(&key)).is_err());
+        assert!(matches!(
+            SealKey::new(b"short"),
+            Err(SealError::ShortKey(5))
+        ));
     }
 
     #[test]

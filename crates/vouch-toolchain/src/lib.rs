@@ -179,6 +179,8 @@ pub struct Request<'a> {
     pub python: &'a Path,
     /// Called as archive bytes arrive (bytes so far, expected total); the library never prints.
     pub progress: Option<ProgressFn>,
+    /// Authenticates the tree's seal record (see [`vouch_fs::seal`]).
+    pub seal_key: Option<&'a vouch_fs::seal::SealKey>,
 }
 
 /// `(bytes so far, expected total)`.
@@ -287,7 +289,7 @@ pub fn install(req: &Request<'_>) -> Result<Installed, ToolchainError> {
         .map_err(io(&lock_path))?;
     lock.lock().map_err(io(&lock_path))?;
 
-    if let Some((manifest, checked)) = reusable(&dir, &key) {
+    if let Some((manifest, checked)) = reusable(&dir, &key, req.seal_key) {
         tracing::info!(
             dir = %dir.display(),
             files = checked.files,
@@ -330,7 +332,7 @@ pub fn install(req: &Request<'_>) -> Result<Installed, ToolchainError> {
 
     let _ = std::fs::remove_dir_all(staging.path().join("download"));
     let seal = Seal::make(&tree).map_err(ToolchainError::Seal)?;
-    seal.write(&staging.path().join(SEAL))
+    seal.write(&staging.path().join(SEAL), req.seal_key)
         .map_err(ToolchainError::Seal)?;
     let manifest = Manifest {
         key: key.clone(),
@@ -372,7 +374,11 @@ pub fn install(req: &Request<'_>) -> Result<Installed, ToolchainError> {
 
 /// The manifest of an installed tree when it matches `key` and passes its seal check. A tree
 /// that fails is reinstalled (a warning says why): never run, never repaired in place.
-fn reusable(dir: &Path, key: &str) -> Option<(Manifest, vouch_fs::seal::Checked)> {
+fn reusable(
+    dir: &Path,
+    key: &str,
+    seal_key: Option<&vouch_fs::seal::SealKey>,
+) -> Option<(Manifest, vouch_fs::seal::Checked)> {
     let path = dir.join(MANIFEST);
     let bytes = std::fs::read(&path).ok()?;
     let Ok(manifest) = serde_json::from_slice::<Manifest>(&bytes) else {
@@ -382,7 +388,8 @@ fn reusable(dir: &Path, key: &str) -> Option<(Manifest, vouch_fs::seal::Checked)
     if manifest.key != key {
         return None;
     }
-    let checked = Seal::read(&dir.join(SEAL)).and_then(|seal| seal.check(&dir.join("tree"), false));
+    let checked =
+        Seal::read(&dir.join(SEAL), seal_key).and_then(|seal| seal.check(&dir.join("tree"), false));
     match checked {
         Ok(c) => Some((manifest, c)),
         Err(e) => {

@@ -65,6 +65,10 @@ pub const SECRETS: &[(&str, &str)] = &[
         "the cache store password for pushes (may write its own branch's scope)",
     ),
     (
+        "VOUCH_SEAL_KEY",
+        "32+ random bytes that authenticate the venvs and toolkits push builds reuse (self-hosted runners)",
+    ),
+    (
         "VOUCH_CACHE_PR_PASSWORD",
         "the cache store password for pull requests (`vouch cache check` must find it fenced)",
     ),

@@ -201,11 +201,12 @@ const BUILD_JOB: &str = r#"  @@JOB@@:
           PYTHON: ${{ steps.python.outputs.python-path }}
           HEAD_SHA: ${{ github.event.pull_request.head.sha || github.sha }}
           VOUCH_CACHE_STORE: ${{ vars.VOUCH_CACHE_STORE }}
-          VOUCH_CACHE_PASSWORD: ${{ secrets.@@SECRET@@ }}
+          VOUCH_CACHE_PASSWORD: ${{ secrets.@@SECRET@@ }}@@SEAL_ENV@@
         run: |
           pw="$RUNNER_TEMP/vouch-cache-password"
-          trap 'rm -f "$pw"' EXIT
-          cache=()
+          seal="$RUNNER_TEMP/vouch-seal-key"
+          trap 'rm -f "$pw" "$seal"' EXIT
+          cache=()@@SEAL_RUN@@
           if [ -n "$VOUCH_CACHE_STORE" ]; then
             cache=(--cache sccache --cache-store "$VOUCH_CACHE_STORE" --scope-from-github)
             if [ -n "$VOUCH_CACHE_PASSWORD" ]; then
@@ -223,7 +224,7 @@ const BUILD_JOB: &str = r#"  @@JOB@@:
           # The cell's toolchain, template and environment come from the profile; the wheel
           # and its build record (<wheel>.build.json) go to dist/.
           vouch build --profile "$VOUCH_PROFILE" --cell "$CELL" --source . --out dist \
-            --python "$PYTHON" --sha "$HEAD_SHA" "${cache[@]}"
+            --python "$PYTHON" --sha "$HEAD_SHA" "${cache[@]}"@@SEAL_ARG@@
       - name: Upload the unsigned build
         uses: @@UPLOAD_ARTIFACT@@
         with:
@@ -240,10 +241,10 @@ pub const PUSH_BUILD_JOB: &str = "build-push";
 /// The build job of a pull request (runs the PR's code: only PR-fenced credentials).
 pub const PR_BUILD_JOB: &str = "build-pr";
 /// Secrets only a push build may reference; the audit enforces it.
-pub const TRUSTED_ONLY_SECRETS: &[&str] = &["VOUCH_CACHE_PASSWORD"];
+pub const TRUSTED_ONLY_SECRETS: &[&str] = &["VOUCH_CACHE_PASSWORD", "VOUCH_SEAL_KEY"];
 
 fn build_jobs() -> String {
-    let job = |id: &str, suffix: &str, why: &str, when: &str, secret: &str| {
+    let job = |id: &str, suffix: &str, why: &str, when: &str, secret: &str, seal: [&str; 3]| {
         // Only this job's own placeholders; the shared ones are filled with the workflow.
         [
             ("@@JOB@@", id),
@@ -251,6 +252,9 @@ fn build_jobs() -> String {
             ("@@WHY@@", why),
             ("@@WHEN@@", when),
             ("@@SECRET@@", secret),
+            ("@@SEAL_ENV@@", seal[0]),
+            ("@@SEAL_RUN@@", seal[1]),
+            ("@@SEAL_ARG@@", seal[2]),
         ]
         .iter()
         .fold(BUILD_JOB.to_owned(), |t, (k, v)| t.replace(k, v))
@@ -261,12 +265,18 @@ fn build_jobs() -> String {
         "A push: trusted code, the push cache password.",
         "github.event_name == 'push'",
         TRUSTED_ONLY_SECRETS[0],
+        [
+            "\n          VOUCH_SEAL_KEY: ${{ secrets.VOUCH_SEAL_KEY }}",
+            "\n          # The key that authenticates the sealed venvs and toolkits this build reuses on a\n          # self-hosted runner: a pull request's build never holds it, so cannot forge them.\n          seal_arg=()\n          if [ -n \"$VOUCH_SEAL_KEY\" ]; then\n            (umask 077 && printf '%s' \"$VOUCH_SEAL_KEY\" > \"$seal\")\n            seal_arg=(--seal-key-file \"$seal\")\n          fi\n          unset VOUCH_SEAL_KEY",
+            " \"${seal_arg[@]}\"",
+        ],
     ) + &job(
         PR_BUILD_JOB,
         " (PR)",
         "A pull request: its runner never receives the push password.",
         "github.event_name == 'pull_request'",
         "VOUCH_CACHE_PR_PASSWORD",
+        ["", "", ""],
     )
 }
 
