@@ -535,13 +535,16 @@ fn gateway_bounds_entries_and_layers_reads() {
     ");
 }
 
+/// `vouch cache env --tool TOOL`, for the caller to add the URL and the format.
+fn cache_env(tool: &str) -> std::process::Command {
+    let mut cmd = vouch();
+    cmd.args(["cache", "env", "--tool", tool]);
+    cmd
+}
+
 #[test]
 fn cache_env_formats() {
-    let sh = run(vouch().args([
-        "cache",
-        "env",
-        "--tool",
-        "ccache",
+    let sh = run(cache_env("ccache").args([
         "--url",
         "http://127.0.0.1:4000",
         "--local-dir",
@@ -554,16 +557,7 @@ fn cache_env_formats() {
     export CCACHE_REMOTE_ONLY=true
     export VOUCH_COMPILER_LAUNCHER=ccache
     ");
-    let gh = run(vouch().args([
-        "cache",
-        "env",
-        "--tool",
-        "sccache",
-        "--url",
-        "http://127.0.0.1:4000",
-        "--format",
-        "json",
-    ]));
+    let gh = run(cache_env("sccache").args(["--url", "http://127.0.0.1:4000", "--format", "json"]));
     let j = gh.json();
     assert_eq!(
         j["SCCACHE_WEBDAV_ENDPOINT"],
@@ -707,10 +701,8 @@ fn issue12_cache_env_refuses_hostile_urls() {
         "junk".to_owned(),
     ] {
         for format in ["sh", "github-env", "json"] {
-            let r = run(vouch()
-                .args([
-                    "cache", "env", "--tool", "ccache", "--format", format, "--url",
-                ])
+            let r = run(cache_env("ccache")
+                .args(["--format", format, "--url"])
                 .arg(&url)
                 .current_dir(dir.path()));
             assert_eq!(r.code, 2, "{url:?} ({format}) was accepted:\n{}", r.stdout);
@@ -720,20 +712,10 @@ fn issue12_cache_env_refuses_hostile_urls() {
     // The same check on a URL read from a file.
     let f = dir.path().join("url");
     std::fs::write(&f, format!("http://127.0.0.1:4000/$(touch {p})\n")).unwrap();
-    let r = run(vouch()
-        .args(["cache", "env", "--tool", "sccache", "--url-file"])
-        .arg(&f));
+    let r = run(cache_env("sccache").arg("--url-file").arg(&f));
     assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
-    let r = run(vouch().args([
-        "cache",
-        "env",
-        "--tool",
-        "ccache",
-        "--url",
-        "http://127.0.0.1:4000",
-        "--format",
-        "nonsense",
-    ]));
+    let r =
+        run(cache_env("ccache").args(["--url", "http://127.0.0.1:4000", "--format", "nonsense"]));
     assert_eq!(r.code, 2, "{}", r.stderr);
     assert!(!pwned.exists());
 }
@@ -759,8 +741,8 @@ fn issue12_cache_env_sh_output_sets_exactly_the_value_and_runs_nothing() {
             format!("{url}/sccache"),
         ),
     ] {
-        let r = run(vouch()
-            .args(["cache", "env", "--tool", tool, "--url", &url, "--local-dir"])
+        let r = run(cache_env(tool)
+            .args(["--url", &url, "--local-dir"])
             .arg(&hostile));
         assert_eq!(r.code, 0, "{}", r.stderr);
         let script = format!(
@@ -791,15 +773,18 @@ fn issue12_cache_env_sh_output_sets_exactly_the_value_and_runs_nothing() {
         );
     }
     // $GITHUB_ENV takes one NAME=value per line: a line break cannot be carried, so refuse.
-    let r = run(vouch()
-        .args(["cache", "env", "--tool", "ccache", "--format", "github-env"])
+    let r = run(cache_env("ccache")
+        .args(["--format", "github-env"])
         .args(["--url", &url, "--local-dir"])
         .arg(&hostile));
     assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
     assert_eq!(r.stdout, "");
-    let r = run(vouch()
-        .args(["cache", "env", "--tool", "ccache", "--format", "github-env"])
-        .args(["--url", &url, "--local-dir", "/tmp/a'$(b)"]));
+    let r = run(cache_env("ccache").args(["--format", "github-env"]).args([
+        "--url",
+        &url,
+        "--local-dir",
+        "/tmp/a'$(b)",
+    ]));
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert_eq!(
         r.stdout.lines().collect::<Vec<_>>(),

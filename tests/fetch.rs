@@ -61,23 +61,47 @@ impl World {
         pr: Option<u64>,
         data: &[u8],
     ) -> (PathBuf, PathBuf) {
+        self.signed_as(
+            tag,
+            c,
+            pr.map(|n| (n, HEAD)),
+            data,
+            &["--cell", "cuda13x-py3.12-linux-64"],
+        )
+    }
+
+    /// `signed`, with the event naming `pr` as (number, head commit) and `extra` attest flags.
+    fn signed_as(
+        &self,
+        tag: &str,
+        c: &GithubClaims,
+        pr: Option<(u64, &str)>,
+        data: &[u8],
+        extra: &[&str],
+    ) -> (PathBuf, PathBuf) {
         let d = self.dir.path().join(format!("build-{tag}"));
         std::fs::create_dir_all(&d).unwrap();
         let wheel = d.join(WHEEL);
         std::fs::write(&wheel, data).unwrap();
         let bundle = d.join(format!("{WHEEL}.sigstore.json"));
-        let event = serde_json::json!({"pull_request": pr.map(|n| serde_json::json!({"number": n, "head": {"sha": HEAD}}))}).to_string();
-        let r = attest_keyless(
-            &self.sigstore,
-            c,
-            &wheel,
-            &bundle,
-            Some(&event),
-            &[],
-            &["--cell", "cuda13x-py3.12-linux-64"],
-        );
+        let event = serde_json::json!({"pull_request": pr.map(|(n, head)| serde_json::json!({"number": n, "head": {"sha": head}}))}).to_string();
+        let r = attest_keyless(&self.sigstore, c, &wheel, &bundle, Some(&event), &[], extra);
         assert_eq!(r.code, 0, "attest: {}", r.stderr);
         (wheel, bundle)
+    }
+
+    /// Signs `data` as a push build with claims `c` and publishes it under the push artifact
+    /// name as run `run_id`.
+    fn publish_push(&self, tag: &str, c: &GithubClaims, run_id: u64, data: &[u8]) -> u64 {
+        let (wheel, bundle) = self.signed(tag, c, None, data);
+        self.publish(&push_name(), run_id, "push", None, &[wheel, bundle])
+    }
+
+    /// Publishes `files` as PR 7's build of HEAD (run 700); returns the artifact name.
+    fn publish_pr7(&self, files: &[PathBuf]) -> String {
+        let name = format!("cupy-cuda13x-py3.12-linux-64-pr7-{HEAD}");
+        self.publish(&name, 700, "pull_request", Some(7), files);
+        name
     }
 
     fn publish(
@@ -109,13 +133,12 @@ impl World {
 
     /// The normal case: a push build of main, artifact `cupy-cuda13x-py3.12-linux-64-<HEAD>`.
     fn push_build(&self) -> u64 {
-        let (w, b) = self.signed(
+        self.publish_push(
             "push",
             &claims("push", "ci.yml", 500, None),
-            None,
+            500,
             b"the wheel",
-        );
-        self.publish(&push_name(), 500, "push", None, &[w, b])
+        )
     }
 
     fn fetch(&self, gh: &FakeGithub, extra: &[&str]) -> (Run, PathBuf) {
@@ -161,8 +184,27 @@ impl World {
         (r, out)
     }
 
+    /// Fetches the push build from a fresh fake API: it must fail with `code`, naming `reason`.
+    fn assert_push_rejected(&self, code: i32, reason: &str) {
+        let gh = self.github();
+        let (r, out) = self.fetch(&gh, PUSH);
+        assert_rejected(&r, &out, code, reason);
+    }
+
     fn github(&self) -> FakeGithub {
         FakeGithub::start(self.store.clone(), TOKEN)
+    }
+
+    /// `vouch fetch --repo REPO --api-url URL --trust-root ROOT --out OUT`, for the caller to
+    /// add the token and the artifact flags; none of `fetch`'s checks.
+    fn fetch_cmd(&self, api_url: &str, out: &Path) -> std::process::Command {
+        let mut cmd = vouch();
+        cmd.arg("fetch")
+            .args(["--repo", REPO, "--api-url", api_url, "--trust-root"])
+            .arg(&self.root)
+            .arg("--out")
+            .arg(out);
+        cmd
     }
 }
 
@@ -246,8 +288,7 @@ fn pull_request_build_checks_both_shas() {
         Some(7),
         b"pr wheel",
     );
-    let name = format!("cupy-cuda13x-py3.12-linux-64-pr7-{HEAD}");
-    w.publish(&name, 700, "pull_request", Some(7), &[wh, b]);
+    let name = w.publish_pr7(&[wh, b]);
     let gh = w.github();
     let (r, _) = w.fetch(&gh, &pr7_args(&name));
     assert_eq!(r.code, 0, "{}", r.stderr);
@@ -264,13 +305,12 @@ fn newest_passing_candidate_wins_and_rejections_are_reported() {
     let w = World::new();
     w.push_build();
     // A re-run (newer artifact) of a run that failed.
-    let (wh, b) = w.signed(
+    w.publish_push(
         "rerun",
         &claims("push", "ci.yml", 501, None),
-        None,
+        501,
         b"rerun wheel",
     );
-    w.publish(&push_name(), 501, "push", None, &[wh, b]);
     w.edit("runs/501.json", |r| r["conclusion"] = "failure".into());
     let gh = w.github();
     let (r, out) = w.fetch(&gh, PUSH);
@@ -289,9 +329,7 @@ fn pin_attack(edit: impl FnOnce(&mut Value), reason: &str) {
     let w = World::new();
     w.push_build();
     w.edit("runs/500.json", edit);
-    let gh = w.github();
-    let (r, out) = w.fetch(&gh, PUSH);
-    assert_rejected(&r, &out, 30, reason);
+    w.assert_push_rejected(30, reason);
 }
 
 #[test]
@@ -349,9 +387,7 @@ fn rejects_artifact_whose_run_id_is_not_the_pinned_run() {
         a["workflow_run"]["id"] = 501.into()
     });
     std::fs::copy(w.store.join("runs/500.json"), w.store.join("runs/501.json")).unwrap();
-    let gh = w.github();
-    let (r, out) = w.fetch(&gh, PUSH);
-    assert_rejected(&r, &out, 30, "workflow_run.id is not the run");
+    w.assert_push_rejected(30, "workflow_run.id is not the run");
 }
 
 #[test]
@@ -398,9 +434,7 @@ fn rejects_wheel_swapped_inside_the_zip() {
             (&format!("{WHEEL}.sigstore.json"), bundle),
         ],
     );
-    let gh = w.github();
-    let (r, out) = w.fetch(&gh, PUSH);
-    assert_rejected(&r, &out, 15, "digest check failed");
+    w.assert_push_rejected(15, "digest check failed");
 }
 
 #[test]
@@ -413,8 +447,7 @@ fn rejects_bundle_replayed_from_another_pr() {
         Some(8),
         b"pr8 wheel",
     );
-    let name = format!("cupy-cuda13x-py3.12-linux-64-pr7-{HEAD}");
-    w.publish(&name, 700, "pull_request", Some(7), &[wh, b]);
+    let name = w.publish_pr7(&[wh, b]);
     let gh = w.github();
     let (r, out) = w.fetch(&gh, &pr7_args(&name));
     assert_rejected(
@@ -428,16 +461,13 @@ fn rejects_bundle_replayed_from_another_pr() {
 #[test]
 fn rejects_bundle_signed_by_another_workflow_of_the_repo() {
     let w = World::new();
-    let (wh, b) = w.signed(
+    w.publish_push(
         "other-wf",
         &claims("push", "release.yml", 500, None),
-        None,
+        500,
         b"the wheel",
     );
-    w.publish(&push_name(), 500, "push", None, &[wh, b]);
-    let gh = w.github();
-    let (r, out) = w.fetch(&gh, PUSH);
-    assert_rejected(&r, &out, 16, "build config workflow");
+    w.assert_push_rejected(16, "build config workflow");
 }
 
 fn archive_attack(members: Vec<(&str, Vec<u8>)>, reason: &str) {
@@ -472,9 +502,7 @@ fn rejects_zip_with_symlink_member() {
     w.edit(&format!("artifacts/{id}.json"), |a| {
         a["digest"] = digest.into()
     });
-    let gh = w.github();
-    let (r, out) = w.fetch(&gh, PUSH);
-    assert_rejected(&r, &out, 32, "symbolic link");
+    w.assert_push_rejected(32, "symbolic link");
 }
 
 #[test]
@@ -515,9 +543,7 @@ fn rejects_zip_bomb() {
     w.edit(&format!("artifacts/{id}.json"), |a| {
         a["digest"] = digest.into()
     });
-    let gh = w.github();
-    let (r, out) = w.fetch(&gh, PUSH);
-    assert_rejected(&r, &out, 32, "zip bomb");
+    w.assert_push_rejected(32, "zip bomb");
 }
 
 #[test]
@@ -579,13 +605,12 @@ fn permanent_5xx_fails_after_bounded_retries() {
 fn paginates_artifact_lists() {
     let w = World::new();
     for run_id in [498, 499] {
-        let (wh, b) = w.signed(
+        w.publish_push(
             &format!("old{run_id}"),
             &claims("push", "ci.yml", run_id, None),
-            None,
+            run_id,
             b"old",
         );
-        w.publish(&push_name(), run_id, "push", None, &[wh, b]);
         w.edit(&format!("runs/{run_id}.json"), |r| {
             r["conclusion"] = "failure".into()
         });
@@ -689,12 +714,8 @@ fn token_from_environment_works_with_a_warning() {
     let w = World::new();
     w.push_build();
     let gh = w.github();
-    let r = run(vouch()
-        .arg("fetch")
-        .args(["--repo", REPO, "--api-url", &gh.url, "--trust-root"])
-        .arg(&w.root)
-        .arg("--out")
-        .arg(w.dir.path().join("o"))
+    let r = run(w
+        .fetch_cmd(&gh.url, &w.dir.path().join("o"))
         .args(PUSH)
         .env("GH_TOKEN", TOKEN));
     assert_eq!(r.code, 0, "{}", r.stderr);
@@ -711,13 +732,7 @@ fn from_flexci_derives_pr_and_commit() {
         Some(7),
         b"pr wheel",
     );
-    w.publish(
-        &format!("cupy-cuda13x-py3.12-linux-64-pr7-{HEAD}"),
-        700,
-        "pull_request",
-        Some(7),
-        &[wh, b],
-    );
+    w.publish_pr7(&[wh, b]);
     let gh = w.github();
     let out = w.dir.path().join("flexci-out");
     let r = run(vouch()
@@ -742,8 +757,7 @@ fn from_flexci_derives_pr_and_commit() {
         .env("GH_TOKEN", TOKEN)
         .env("FLEXCI_BRANCH", "refs/pull/7/merge")
         .env("FLEXCI_REFERENCE_COMMIT_ID", HEAD));
-    assert_eq!(r.code, 0, "{}", r.stderr);
-    assert!(r.stderr.contains("pull_request"), "{}", r.stderr);
+    assert_exit(&r, 0, "pull_request");
     assert!(out.join(WHEEL).is_file());
 }
 
@@ -751,49 +765,25 @@ fn from_flexci_derives_pr_and_commit() {
 #[test]
 fn exit_code_comes_from_the_candidate_that_got_furthest() {
     let w = World::new();
-    let (wh, b) = w.signed(
+    w.publish_push(
         "other-wf",
         &claims("push", "release.yml", 500, None),
-        None,
+        500,
         b"the wheel",
     );
-    w.publish(&push_name(), 500, "push", None, &[wh, b]);
-    let (wh, b) = w.signed(
-        "decoy",
-        &claims("push", "ci.yml", 501, None),
-        None,
-        b"decoy",
-    );
-    w.publish(&push_name(), 501, "push", None, &[wh, b]);
+    w.publish_push("decoy", &claims("push", "ci.yml", 501, None), 501, b"decoy");
     w.edit("runs/501.json", |r| r["event"] = "workflow_dispatch".into());
-    let gh = w.github();
-    let (r, out) = w.fetch(&gh, PUSH);
-    assert_rejected(&r, &out, 16, "build config workflow");
+    w.assert_push_rejected(16, "build config workflow");
 }
 
 #[test]
 fn refuses_plain_http_api_off_loopback() {
     let w = World::new();
-    let r = run(vouch()
-        .arg("fetch")
-        .args([
-            "--repo",
-            REPO,
-            "--api-url",
-            "http://api.example.invalid",
-            "--trust-root",
-        ])
-        .arg(&w.root)
-        .arg("--out")
-        .arg(w.dir.path().join("o"))
+    let r = run(w
+        .fetch_cmd("http://api.example.invalid", &w.dir.path().join("o"))
         .args(PUSH)
         .env("GH_TOKEN", TOKEN));
-    assert_eq!(r.code, 31, "{}", r.stderr);
-    assert!(
-        r.stderr.contains("plain http is only allowed on loopback"),
-        "{}",
-        r.stderr
-    );
+    assert_exit(&r, 31, "plain http is only allowed on loopback");
 }
 
 // ---------------------------------------------------------------- issue 12
@@ -822,25 +812,14 @@ fn issue12_rejects_download_whose_digest_is_not_the_listed_one() {
 fn issue12_rejects_pr_build_whose_statement_names_another_head() {
     let w = World::new();
     let other_head = "4444444444444444444444444444444444444444";
-    let d = w.dir.path().join("build-pr-other-head");
-    std::fs::create_dir_all(&d).unwrap();
-    let wheel = d.join(WHEEL);
-    std::fs::write(&wheel, b"pr wheel").unwrap();
-    let bundle = d.join(format!("{WHEEL}.sigstore.json"));
-    let event =
-        serde_json::json!({"pull_request": {"number": 7, "head": {"sha": other_head}}}).to_string();
-    let r = attest_keyless(
-        &w.sigstore,
+    let (wheel, bundle) = w.signed_as(
+        "pr-other-head",
         &claims("pull_request", "ci.yml", 700, Some(7)),
-        &wheel,
-        &bundle,
-        Some(&event),
-        &[],
+        Some((7, other_head)),
+        b"pr wheel",
         &[],
     );
-    assert_eq!(r.code, 0, "{}", r.stderr);
-    let name = format!("cupy-cuda13x-py3.12-linux-64-pr7-{HEAD}");
-    w.publish(&name, 700, "pull_request", Some(7), &[wheel, bundle]);
+    let name = w.publish_pr7(&[wheel, bundle]);
     let gh = w.github();
     let (r, out) = w.fetch(&gh, &pr7_args(&name));
     assert_rejected(
@@ -856,18 +835,13 @@ fn issue12_rejects_pr_build_whose_statement_names_another_head() {
 #[test]
 fn issue12_rejects_bundle_replayed_from_another_run() {
     let w = World::new();
-    let (wh, b) = w.signed(
+    w.publish_push(
         "run499",
         &claims("push", "ci.yml", 499, None),
-        None,
+        500,
         b"the wheel",
     );
-    w.publish(&push_name(), 500, "push", None, &[wh, b]);
-    let gh = w.github();
-    let (r, out) = w.fetch(&gh, PUSH);
-    assert_rejected(
-        &r,
-        &out,
+    w.assert_push_rejected(
         16,
         "run (OID .1.21): expected \"500\", found \"https://github.com/cupy/cupy/actions/runs/499/attempts/1\"",
     );
@@ -929,14 +903,10 @@ fn issue12_fetch_never_writes_through_a_planted_link() {
     }
     let token = w.dir.path().join("planted-token");
     std::fs::write(&token, TOKEN).unwrap();
-    let r = run(vouch()
-        .arg("fetch")
-        .args(["--repo", REPO, "--api-url", &gh.url, "--token-file"])
+    let r = run(w
+        .fetch_cmd(&gh.url, &out)
+        .arg("--token-file")
         .arg(&token)
-        .arg("--trust-root")
-        .arg(&w.root)
-        .arg("--out")
-        .arg(&out)
         .args(PUSH));
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert_eq!(std::fs::read(&victim).unwrap(), b"precious");
@@ -1099,12 +1069,8 @@ fn issue12_fetch_checks_its_inputs_before_any_api_call() {
         ),
     ];
     for (args, code, expected) in cases {
-        let r = run(vouch()
-            .arg("fetch")
-            .args(["--repo", REPO, "--api-url", &gh.url, "--trust-root"])
-            .arg(&w.root)
-            .arg("--out")
-            .arg(w.dir.path().join("o"))
+        let r = run(w
+            .fetch_cmd(&gh.url, &w.dir.path().join("o"))
             .args(&args)
             .env("GH_TOKEN", TOKEN)
             .env_remove("FLEXCI_BRANCH")
@@ -1132,13 +1098,8 @@ fn issue12_unauthorized_names_token_file_and_gh_token() {
     w.push_build();
     let gh = w.github();
     let fetch = |token: Option<&Path>| {
-        let mut cmd = vouch();
-        cmd.arg("fetch")
-            .args(["--repo", REPO, "--api-url", &gh.url, "--trust-root"])
-            .arg(&w.root)
-            .arg("--out")
-            .arg(w.dir.path().join("o"))
-            .args(PUSH)
+        let mut cmd = w.fetch_cmd(&gh.url, &w.dir.path().join("o"));
+        cmd.args(PUSH)
             .env_remove("GH_TOKEN")
             .env_remove("GITHUB_TOKEN")
             .env_remove("GH_TOKEN_FILE");
@@ -1148,12 +1109,10 @@ fn issue12_unauthorized_names_token_file_and_gh_token() {
         run(&mut cmd)
     };
     let r = fetch(None);
-    assert_eq!(r.code, 31, "{}", r.stderr);
-    assert!(
-        r.stderr
-            .contains("no token was given: pass one with --token-file FILE, or set GH_TOKEN"),
-        "{}",
-        r.stderr
+    assert_exit(
+        &r,
+        31,
+        "no token was given: pass one with --token-file FILE, or set GH_TOKEN",
     );
     let wrong = w.dir.path().join("wrong-token");
     std::fs::write(&wrong, "ghp_wrong").unwrap();
@@ -1202,37 +1161,29 @@ fn issue12_key_signed_pr_provenance_fetches() {
     let wheel = d.join(WHEEL);
     std::fs::write(&wheel, b"key-signed pr wheel").unwrap();
     let bundle = d.join(format!("{WHEEL}.sigstore.json"));
-    let r = run(vouch()
-        .arg("attest")
-        .arg(&wheel)
-        .arg("--out")
-        .arg(&bundle)
-        .arg("--signer")
-        .arg(format!("key:{}", key.display()))
-        .args([
-            "--local",
-            "--repo",
-            REPO,
-            "--workflow",
-            ".github/workflows/ci.yml",
-            "--ref",
-            "refs/pull/7/merge",
-            "--run-id",
-            "700",
-            "--runner",
-            "self-hosted",
-            "--pr",
-            "7",
-            "--pr-head-sha",
-            HEAD,
-            "--merge-sha",
-            MERGE,
-            "--cell",
-            "cuda13x-py3.12-linux-64",
-        ]));
+    let r = run(attest_with_key(&wheel, &bundle, &key).args([
+        "--local",
+        "--repo",
+        REPO,
+        "--workflow",
+        ".github/workflows/ci.yml",
+        "--ref",
+        "refs/pull/7/merge",
+        "--run-id",
+        "700",
+        "--runner",
+        "self-hosted",
+        "--pr",
+        "7",
+        "--pr-head-sha",
+        HEAD,
+        "--merge-sha",
+        MERGE,
+        "--cell",
+        "cuda13x-py3.12-linux-64",
+    ]));
     assert_eq!(r.code, 0, "{}", r.stderr);
-    let name = format!("cupy-cuda13x-py3.12-linux-64-pr7-{HEAD}");
-    w.publish(&name, 700, "pull_request", Some(7), &[wheel, bundle]);
+    let name = w.publish_pr7(&[wheel, bundle]);
     let out = w.dir.path().join("key-pr-out");
     let r = run(vouch()
         .arg("fetch")

@@ -28,11 +28,17 @@ const CLI_POLICY: &[&str] = &[
     "refs/heads/trunk",
 ];
 
+/// `vouch verify --digest CLI_DIGEST --bundle BUNDLE`, for the caller to add the policy.
+fn verify_cli_digest(bundle: &Path) -> std::process::Command {
+    let mut cmd = vouch();
+    cmd.args(["verify", "--digest", CLI_DIGEST, "--bundle"])
+        .arg(bundle);
+    cmd
+}
+
 /// Verifies `bundle` (a path) for `digest` with the cli/cli policy plus `extra` flags.
 fn verify_cli(bundle: &Path, extra: &[&str]) -> Run {
-    run(vouch()
-        .args(["verify", "--digest", CLI_DIGEST, "--bundle"])
-        .arg(bundle)
+    run(verify_cli_digest(bundle)
         .args(CLI_POLICY)
         .args(extra)
         .arg("--json"))
@@ -40,6 +46,19 @@ fn verify_cli(bundle: &Path, extra: &[&str]) -> Run {
 
 fn kind_of(r: &Run) -> String {
     r.json()["kind"].as_str().unwrap_or_default().to_owned()
+}
+
+/// Asserts that `r` failed with exit `code` and JSON kind `kind` (`context` leads the failure
+/// text); returns the JSON message.
+#[track_caller]
+fn assert_failure(r: &Run, code: i32, kind: &str, context: &str) -> String {
+    assert_eq!(
+        (r.code, kind_of(r).as_str()),
+        (code, kind),
+        "{context}{}",
+        r.stderr
+    );
+    r.json()["message"].as_str().unwrap_or_default().to_owned()
 }
 
 /// Writes a modified copy of a fixture bundle and returns its path.
@@ -123,12 +142,7 @@ fn pep740_attestation_from_pypi_verifies_offline() {
             "pypi_attestations-0.0.19.tar.gz.publish.attestation",
         ))
         .args(["--repo", "trailofbits/pypi-attestations", "--json"]));
-    assert_eq!(
-        (r.code, kind_of(&r).as_str()),
-        (14, "statement"),
-        "{}",
-        r.stderr
-    );
+    assert_failure(&r, 14, "statement", "");
 }
 
 #[test]
@@ -200,12 +214,7 @@ fn rejects_changed_payload_byte() {
         v["dsseEnvelope"]["payload"] = STANDARD.encode(raw).into();
     });
     let r = verify_cli(&b, &[]);
-    assert_eq!(
-        (r.code, kind_of(&r).as_str()),
-        (13, "signature"),
-        "{}",
-        r.stderr
-    );
+    assert_failure(&r, 13, "signature", "");
 }
 
 #[test]
@@ -219,12 +228,7 @@ fn rejects_changed_signature() {
         v["dsseEnvelope"]["signatures"][0]["sig"] = flip_b64(&s, 40).into();
     });
     let r = verify_cli(&b, &[]);
-    assert_eq!(
-        (r.code, kind_of(&r).as_str()),
-        (13, "signature"),
-        "{}",
-        r.stderr
-    );
+    assert_failure(&r, 13, "signature", "");
 }
 
 #[test]
@@ -239,12 +243,7 @@ fn rejects_wrong_artifact() {
         .arg(fixture(CLI_BUNDLE))
         .args(CLI_POLICY)
         .arg("--json"));
-    assert_eq!(
-        (r.code, kind_of(&r).as_str()),
-        (15, "digest"),
-        "{}",
-        r.stderr
-    );
+    assert_failure(&r, 15, "digest", "");
 }
 
 #[test]
@@ -259,12 +258,7 @@ fn rejects_corrupted_inclusion_proof() {
             flip_b64(&h, 5).into();
     });
     let r = verify_cli(&b, &[]);
-    assert_eq!(
-        (r.code, kind_of(&r).as_str()),
-        (12, "transparency-log"),
-        "{}",
-        r.stderr
-    );
+    assert_failure(&r, 12, "transparency-log", "");
     assert!(
         r.stderr.contains("nclusion") || r.stderr.contains("root hash"),
         "{}",
@@ -285,12 +279,7 @@ fn rejects_corrupted_set() {
             flip_b64(&s, 20).into();
     });
     let r = verify_cli(&b, &[]);
-    assert_eq!(
-        (r.code, kind_of(&r).as_str()),
-        (12, "transparency-log"),
-        "{}",
-        r.stderr
-    );
+    assert_failure(&r, 12, "transparency-log", "");
 }
 
 #[test]
@@ -305,12 +294,7 @@ fn rejects_changed_log_index() {
         v["verificationMaterial"]["tlogEntries"][0]["logIndex"] = (i + 1).to_string().into();
     });
     let r = verify_cli(&b, &[]);
-    assert_eq!(
-        (r.code, kind_of(&r).as_str()),
-        (12, "transparency-log"),
-        "{}",
-        r.stderr
-    );
+    assert_failure(&r, 12, "transparency-log", "");
 }
 
 #[test]
@@ -325,26 +309,13 @@ fn rejects_changed_integrated_time() {
         v["verificationMaterial"]["tlogEntries"][0]["integratedTime"] = (t - 60).to_string().into();
     });
     let r = verify_cli(&b, &[]);
-    assert_eq!(
-        (r.code, kind_of(&r).as_str()),
-        (12, "transparency-log"),
-        "{}",
-        r.stderr
-    );
+    assert_failure(&r, 12, "transparency-log", "");
 }
 
 #[test]
 fn rejects_wrong_repository() {
-    let r = run(vouch()
-        .args(["verify", "--digest", CLI_DIGEST, "--bundle"])
-        .arg(fixture(CLI_BUNDLE))
-        .args(["--repo", "cupy/cupy", "--json"]));
-    assert_eq!(
-        (r.code, kind_of(&r).as_str()),
-        (16, "policy"),
-        "{}",
-        r.stderr
-    );
+    let r = run(verify_cli_digest(&fixture(CLI_BUNDLE)).args(["--repo", "cupy/cupy", "--json"]));
+    assert_failure(&r, 16, "policy", "");
     insta::assert_snapshot!(r.json()["message"].as_str().unwrap(), @r#"source repository (OID .1.12): expected "https://github.com/cupy/cupy", found "https://github.com/cli/cli""#);
 }
 
@@ -354,39 +325,27 @@ fn rejects_wrong_workflow() {
         &fixture(CLI_BUNDLE),
         &["--build-workflow", ".github/workflows/ci.yml"],
     );
-    assert_eq!(
-        (r.code, kind_of(&r).as_str()),
-        (16, "policy"),
-        "{}",
-        r.stderr
-    );
+    assert_failure(&r, 16, "policy", "");
     insta::assert_snapshot!(r.json()["message"].as_str().unwrap(), @r#"build config workflow (OID .1.18): expected "https://github.com/cli/cli/.github/workflows/ci.yml", found "https://github.com/cli/cli/.github/workflows/deployment.yml@refs/heads/trunk""#);
 }
 
 #[test]
 fn rejects_wrong_ref() {
-    let r = run(vouch()
-        .args(["verify", "--digest", CLI_DIGEST, "--bundle"])
-        .arg(fixture(CLI_BUNDLE))
-        .args(["--repo", "cli/cli", "--ref", "refs/tags/v*", "--json"]));
-    assert_eq!(
-        (r.code, kind_of(&r).as_str()),
-        (16, "policy"),
-        "{}",
-        r.stderr
-    );
+    let r = run(verify_cli_digest(&fixture(CLI_BUNDLE)).args([
+        "--repo",
+        "cli/cli",
+        "--ref",
+        "refs/tags/v*",
+        "--json",
+    ]));
+    assert_failure(&r, 16, "policy", "");
     insta::assert_snapshot!(r.json()["message"].as_str().unwrap(), @r#"source ref (OID .1.14): expected "refs/tags/v*", found "refs/heads/trunk""#);
 }
 
 #[test]
 fn rejects_staging_root_for_production_bundle() {
     let r = verify_cli(&fixture(CLI_BUNDLE), &["--staging"]);
-    assert_eq!(
-        (r.code, kind_of(&r).as_str()),
-        (12, "transparency-log"),
-        "{}",
-        r.stderr
-    );
+    assert_failure(&r, 12, "transparency-log", "");
 }
 
 #[test]
@@ -396,21 +355,11 @@ fn rejects_malformed_bundle_and_unknown_format() {
         v["mediaType"] = "application/vnd.dev.sigstore.bundle.v0.9+json".into()
     });
     let r = verify_cli(&b, &[]);
-    assert_eq!(
-        (r.code, kind_of(&r).as_str()),
-        (10, "bundle"),
-        "{}",
-        r.stderr
-    );
+    assert_failure(&r, 10, "bundle", "");
     let junk = dir.path().join("junk.json");
     std::fs::write(&junk, "{\"hello\": 1}").unwrap();
     let r = verify_cli(&junk, &[]);
-    assert_eq!(
-        (r.code, kind_of(&r).as_str()),
-        (10, "bundle"),
-        "{}",
-        r.stderr
-    );
+    assert_failure(&r, 10, "bundle", "");
 }
 
 /// sigstore-conformance's beacon bundle: its certificate is real (the beacon workflow), but the
@@ -428,30 +377,19 @@ fn real_bundle_whose_statement_disagrees_with_its_certificate() {
             .arg("--json"))
     };
     let r = verify("refs/heads/main");
-    assert_eq!(
-        (r.code, kind_of(&r).as_str()),
-        (14, "statement"),
-        "{}",
-        r.stderr
-    );
+    assert_failure(&r, 14, "statement", "");
     insta::assert_snapshot!(r.json()["message"].as_str().unwrap(), @r#"statement claim externalParameters.workflow.repository = "https://github.com/loosebazooka/aa-test" disagrees with the certificate's "https://github.com/sigstore-conformance/extremely-dangerous-public-oidc-beacon""#);
 }
 
 #[test]
 fn keyless_verification_requires_an_identity() {
-    let r = run(vouch()
-        .args(["verify", "--digest", CLI_DIGEST, "--bundle"])
-        .arg(fixture(CLI_BUNDLE)));
-    assert_eq!(r.code, 2, "{}", r.stderr);
-    assert!(r.stderr.contains("needs an identity"), "{}", r.stderr);
+    let r = run(&mut verify_cli_digest(&fixture(CLI_BUNDLE)));
+    assert_exit(&r, 2, "needs an identity");
     // A signer workflow alone is not enough: with a reusable workflow it names another repository.
-    let r = run(vouch()
-        .args(["verify", "--digest", CLI_DIGEST, "--bundle"])
-        .arg(fixture(CLI_BUNDLE))
-        .args([
-            "--signer-workflow",
-            "cli/cli/.github/workflows/deployment.yml",
-        ]));
+    let r = run(verify_cli_digest(&fixture(CLI_BUNDLE)).args([
+        "--signer-workflow",
+        "cli/cli/.github/workflows/deployment.yml",
+    ]));
     assert_eq!(r.code, 2, "{}", r.stderr);
     assert!(!r.stdout.contains("verified"));
 }
@@ -564,21 +502,11 @@ fn keyless_round_trip_against_local_sigstore() {
     assert_ne!(r.code, 0);
     // Policy: the statement says PR 7.
     let r = verify_signed(&signed, &["--pr", "8"]);
-    assert_eq!(
-        (r.code, kind_of(&r).as_str()),
-        (16, "policy"),
-        "{}",
-        r.stderr
-    );
+    assert_failure(&r, 16, "policy", "");
     // Tampered wheel.
     std::fs::write(&signed.wheel, b"not really a wheel, but other bytes").unwrap();
     let r = verify_signed(&signed, &[]);
-    assert_eq!(
-        (r.code, kind_of(&r).as_str()),
-        (15, "digest"),
-        "{}",
-        r.stderr
-    );
+    assert_failure(&r, 15, "digest", "");
 }
 
 #[test]
@@ -595,12 +523,7 @@ fn keyless_tampered_bundle_is_rejected() {
     v["dsseEnvelope"]["signatures"][0]["sig"] = flip_b64(&s, 30).into();
     std::fs::write(&signed.bundle, v.to_string()).unwrap();
     let r = verify_signed(&signed, &[]);
-    assert_eq!(
-        (r.code, kind_of(&r).as_str()),
-        (13, "signature"),
-        "{}",
-        r.stderr
-    );
+    assert_failure(&r, 13, "signature", "");
 }
 
 /// A statement whose claims disagree with the certificate: the build says run 5, Fulcio's
@@ -634,12 +557,7 @@ fn statement_claims_must_agree_with_certificate() {
     };
     assert_eq!(r.code, 0, "{}", r.stderr);
     let r = verify_signed(&signed, &[]);
-    assert_eq!(
-        (r.code, kind_of(&r).as_str()),
-        (14, "statement"),
-        "{}",
-        r.stderr
-    );
+    assert_failure(&r, 14, "statement", "");
     insta::assert_snapshot!(r.json()["message"].as_str().unwrap(), @r#"statement claim runDetails.metadata.invocationId = "https://github.com/cupy/cupy/actions/runs/5/attempts/1" disagrees with the certificate's "https://github.com/cupy/cupy/actions/runs/6/attempts/1""#);
 }
 
@@ -661,34 +579,15 @@ fn local_fulcio_refuses_bad_tokens() {
 #[test]
 fn key_round_trip_and_tamper() {
     let dir = tempdir();
-    let key = dir.path().join("signing.pem");
-    let r = run(vouch().arg("keygen").arg("--out").arg(&key));
-    assert_eq!(r.code, 0, "{}", r.stderr);
+    let (key, pubkey) = keygen(dir.path(), "signing.pem");
     let file = dir.path().join("pkg-1.0-py3-none-any.whl");
     std::fs::write(&file, b"wheel bytes").unwrap();
     let bundle = dir.path().join("b.sigstore.json");
-    let r = run(vouch()
-        .arg("attest")
-        .arg(&file)
-        .arg("--out")
-        .arg(&bundle)
-        .arg("--signer")
-        .arg(format!("key:{}", key.display()))
+    let r = run(attest_with_key(&file, &bundle, &key)
         .args(["--repo", "me/pkg", "--sha", SHA, "--runner", "self-hosted"])
         .env_remove("GITHUB_ACTIONS"));
     assert_eq!(r.code, 0, "{}", r.stderr);
-    let pubkey = dir.path().join("signing.pem.pub");
-    let verify = |extra: &[&str]| {
-        run(vouch()
-            .arg("verify")
-            .arg(&file)
-            .arg("--bundle")
-            .arg(&bundle)
-            .arg("--key")
-            .arg(&pubkey)
-            .args(["--runner", "self-hosted", "--json"])
-            .args(extra))
-    };
+    let verify = |extra: &[&str]| verify_key(&file, &bundle, &pubkey, extra);
     let r = verify(&["--repo", "me/pkg"]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert_eq!(r.json()["results"][0]["signed_with"], "public-key");
@@ -700,34 +599,16 @@ fn key_round_trip_and_tamper() {
     );
 
     // Another key.
-    let other = dir.path().join("other.pem");
-    assert_eq!(run(vouch().arg("keygen").arg("--out").arg(&other)).code, 0);
-    let r = run(vouch()
-        .arg("verify")
-        .arg(&file)
-        .arg("--bundle")
-        .arg(&bundle)
-        .arg("--key")
-        .arg(dir.path().join("other.pem.pub"))
-        .args(["--runner", "self-hosted", "--json"]));
-    assert_eq!(
-        (r.code, kind_of(&r).as_str()),
-        (13, "signature"),
-        "{}",
-        r.stderr
-    );
+    let (_, other) = keygen(dir.path(), "other.pem");
+    let r = verify_key(&file, &bundle, &other, &[]);
+    assert_failure(&r, 13, "signature", "");
     // Tampered payload.
     let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&bundle).unwrap()).unwrap();
     let p = v["dsseEnvelope"]["payload"].as_str().unwrap().to_owned();
     v["dsseEnvelope"]["payload"] = flip_b64(&p, 50).into();
     std::fs::write(&bundle, v.to_string()).unwrap();
     let r = verify(&[]);
-    assert_eq!(
-        (r.code, kind_of(&r).as_str()),
-        (13, "signature"),
-        "{}",
-        r.stderr
-    );
+    assert_failure(&r, 13, "signature", "");
 }
 
 /// A push build's bundle must not pass as a pull request's, whatever the statement claims: the
@@ -738,12 +619,7 @@ fn pr_policy_requires_the_certificate_ref() {
     let (signed, r) = sign_keyless(&sigstore, &GithubClaims::push("cupy/cupy", SHA), &[]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     let r = verify_signed(&signed, &["--pr", "7"]);
-    assert_eq!(
-        (r.code, kind_of(&r).as_str()),
-        (16, "policy"),
-        "{}",
-        r.stderr
-    );
+    assert_failure(&r, 16, "policy", "");
     assert!(r.stderr.contains("refs/pull/7/merge"), "{}", r.stderr);
 }
 
@@ -753,16 +629,9 @@ fn pr_policy_requires_the_certificate_ref() {
 #[test]
 fn issue12_exact_ref_must_equal_the_certificate_ref() {
     for wrong in ["refs/heads/main", "refs/heads/trun"] {
-        let r = run(vouch()
-            .args(["verify", "--digest", CLI_DIGEST, "--bundle"])
-            .arg(fixture(CLI_BUNDLE))
+        let r = run(verify_cli_digest(&fixture(CLI_BUNDLE))
             .args(["--repo", "cli/cli", "--ref", wrong, "--json"]));
-        assert_eq!(
-            (r.code, kind_of(&r).as_str()),
-            (16, "policy"),
-            "--ref {wrong}: {}",
-            r.stderr
-        );
+        assert_failure(&r, 16, "policy", &format!("--ref {wrong}: "));
         assert_eq!(
             r.json()["message"],
             format!("source ref (OID .1.14): expected {wrong:?}, found \"refs/heads/trunk\"")
@@ -778,12 +647,7 @@ fn issue12_run_id_must_be_the_certificates_run() {
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert_eq!(verify_signed(&signed, &["--run-id", "6"]).code, 0);
     let r = verify_signed(&signed, &["--run-id", "7"]);
-    assert_eq!(
-        (r.code, kind_of(&r).as_str()),
-        (16, "policy"),
-        "{}",
-        r.stderr
-    );
+    assert_failure(&r, 16, "policy", "");
     insta::assert_snapshot!(r.json()["message"].as_str().unwrap(), @r#"run (OID .1.21): expected "7", found "https://github.com/cupy/cupy/actions/runs/6/attempts/1""#);
 }
 
@@ -794,13 +658,7 @@ fn key_signed(extra: &[&str]) -> (tempfile::TempDir, PathBuf, PathBuf, PathBuf) 
     let file = dir.path().join("pkg-1.0-py3-none-any.whl");
     std::fs::write(&file, b"wheel bytes").unwrap();
     let bundle = dir.path().join("b.sigstore.json");
-    let r = run(vouch()
-        .arg("attest")
-        .arg(&file)
-        .arg("--out")
-        .arg(&bundle)
-        .arg("--signer")
-        .arg(format!("key:{}", key.display()))
+    let r = run(attest_with_key(&file, &bundle, &key)
         .args([
             "--local",
             "--repo",
@@ -836,12 +694,7 @@ fn issue12_key_signed_bundle_for_another_file_is_a_digest_failure() {
     let other = dir.path().join("pkg-1.0-py3-none-any-other.whl");
     std::fs::write(&other, b"other wheel bytes").unwrap();
     let r = verify_key(&other, &bundle, &key, &[]);
-    assert_eq!(
-        (r.code, kind_of(&r).as_str()),
-        (15, "digest"),
-        "{}",
-        r.stderr
-    );
+    assert_failure(&r, 15, "digest", "");
     assert!(
         r.json()["message"]
             .as_str()
@@ -875,13 +728,7 @@ fn issue12_key_signed_keyid_must_equal_the_hint() {
         }
         std::fs::write(&bundle, t.to_string()).unwrap();
         let r = verify_key(&file, &bundle, &key, &[]);
-        assert_eq!(
-            (r.code, kind_of(&r).as_str()),
-            (10, "bundle"),
-            "{keyid:?}: {}",
-            r.stderr
-        );
-        let message = r.json()["message"].as_str().unwrap().to_owned();
+        let message = assert_failure(&r, 10, "bundle", &format!("{keyid:?}: "));
         assert!(
             message.contains("is not verificationMaterial.publicKey.hint"),
             "{message}"
@@ -904,13 +751,7 @@ fn issue12_empty_certificate_chain_is_not_called_key_signed() {
     let key = keygen(dir.path(), "k.pem").1;
     for extra in [&[][..], &["--key", key.to_str().unwrap()][..]] {
         let r = verify_cli(&b, extra);
-        assert_eq!(
-            (r.code, kind_of(&r).as_str()),
-            (10, "bundle"),
-            "{extra:?}: {}",
-            r.stderr
-        );
-        let message = r.json()["message"].as_str().unwrap().to_owned();
+        let message = assert_failure(&r, 10, "bundle", &format!("{extra:?}: "));
         assert!(
             message.contains("x509CertificateChain holds no certificate")
                 && !message.contains("key-signed;")
@@ -978,13 +819,7 @@ fn issue12_key_signed_policy_failures_cite_the_statement_not_oids() {
         ),
     ] {
         let r = verify_key(&file, &bundle, &key, &flags);
-        assert_eq!(
-            (r.code, kind_of(&r).as_str()),
-            (16, "policy"),
-            "{flags:?}: {}",
-            r.stderr
-        );
-        let message = r.json()["message"].as_str().unwrap().to_owned();
+        let message = assert_failure(&r, 16, "policy", &format!("{flags:?}: "));
         assert!(
             message.starts_with(field) && !message.contains("OID"),
             "{flags:?}: {message}"
@@ -998,13 +833,11 @@ fn issue12_bad_inputs_are_refused_before_verifying() {
     // A private key, or not a key at all, as --key.
     let private = dir.path().join("signing.pem");
     let r = verify_key(&file, &bundle, &private, &[]);
-    assert_eq!(r.code, 17, "{}", r.stderr);
-    assert!(r.stderr.contains("holds a private key"), "{}", r.stderr);
+    assert_exit(&r, 17, "holds a private key");
     let junk = dir.path().join("junk.pem");
     std::fs::write(&junk, "not a key").unwrap();
     let r = verify_key(&file, &bundle, &junk, &[]);
-    assert_eq!(r.code, 17, "{}", r.stderr);
-    assert!(r.stderr.contains("not a PEM public key"), "{}", r.stderr);
+    assert_exit(&r, 17, "not a PEM public key");
     // A short commit or a malformed event could never match: usage errors.
     for flags in [
         ["--sha", "0123456"],
@@ -1021,12 +854,7 @@ fn issue12_bad_inputs_are_refused_before_verifying() {
         &key,
         &["--issuer", "https://token.actions.githubusercontent.com"],
     );
-    assert_eq!(r.code, 2, "{}", r.stderr);
-    assert!(
-        r.stderr.contains("--issuer applies to certificates"),
-        "{}",
-        r.stderr
-    );
+    assert_exit(&r, 2, "--issuer applies to certificates");
     // Evidence that is a FIFO is refused, not waited on.
     let fifo = dir.path().join("fifo.sigstore.json");
     mkfifo(&fifo);
@@ -1038,12 +866,7 @@ fn issue12_bad_inputs_are_refused_before_verifying() {
         .arg("--key")
         .arg(&key);
     let r = run_with_timeout(&mut cmd, std::time::Duration::from_secs(30));
-    assert_eq!(r.code, 6, "{}", r.stderr);
-    assert!(
-        r.stderr.contains("a FIFO, not a regular file"),
-        "{}",
-        r.stderr
-    );
+    assert_exit(&r, 6, "a FIFO, not a regular file");
 }
 
 /// `attest` refuses flags it would otherwise ignore: context flags inside GitHub Actions (the
@@ -1055,14 +878,8 @@ fn issue12_attest_refuses_flags_it_would_ignore() {
     let file = dir.path().join("f.whl");
     std::fs::write(&file, b"x").unwrap();
     let attest = |extra: &[&str], actions: bool| {
-        let mut cmd = vouch();
-        cmd.arg("attest")
-            .arg(&file)
-            .arg("--out")
-            .arg(dir.path().join("b.json"))
-            .arg("--signer")
-            .arg(format!("key:{}", key.display()))
-            .args(extra);
+        let mut cmd = attest_with_key(&file, dir.path().join("b.json"), &key);
+        cmd.args(extra);
         if actions {
             cmd.env("GITHUB_ACTIONS", "true")
                 .env("GITHUB_REPOSITORY", "cupy/cupy")
@@ -1080,12 +897,7 @@ fn issue12_attest_refuses_flags_it_would_ignore() {
     };
     assert_eq!(attest(&[], true).code, 0, "the context from GITHUB_*");
     let r = attest(&["--repo", "other/repo", "--event", "release"], true);
-    assert_eq!(r.code, 2, "{}", r.stderr);
-    assert!(
-        r.stderr.contains("--repo, --event would be ignored"),
-        "{}",
-        r.stderr
-    );
+    assert_exit(&r, 2, "--repo, --event would be ignored");
     let r = attest(&["--local", "--repo", "other/repo", "--sha", SHA], true);
     assert_eq!(
         r.code, 0,
@@ -1096,13 +908,7 @@ fn issue12_attest_refuses_flags_it_would_ignore() {
         &["--repo", "a/b", "--sha", SHA, "--fulcio-url", "https://f"],
         false,
     );
-    assert_eq!(r.code, 2, "{}", r.stderr);
-    assert!(
-        r.stderr
-            .contains("--fulcio-url only apply to keyless signing"),
-        "{}",
-        r.stderr
-    );
+    assert_exit(&r, 2, "--fulcio-url only apply to keyless signing");
 }
 
 /// The OIDC token file is consumed before anything else can fail.
@@ -1143,16 +949,10 @@ fn issue12_oidc_token_file_is_deleted_even_on_a_usage_error() {
 #[test]
 fn issue12_attest_signs_pr_provenance_with_a_key_outside_actions() {
     const HEAD: &str = "1111111111111111111111111111111111111111";
-    let (_dir, file, bundle, key) = key_signed(&[
-        "--pr",
-        "7",
-        "--pr-head-sha",
-        HEAD,
-        "--merge-sha",
-        SHA,
-        "--ref",
-        "refs/pull/7/merge",
-    ]);
+    // PR 7 with head commit HEAD, then `rest`.
+    let pr7 = |rest: &[&'static str]| [&["--pr", "7", "--pr-head-sha", HEAD][..], rest].concat();
+    let (_dir, file, bundle, key) =
+        key_signed(&pr7(&["--merge-sha", SHA, "--ref", "refs/pull/7/merge"]));
     let r = verify_key(
         &file,
         &bundle,
@@ -1172,13 +972,7 @@ fn issue12_attest_signs_pr_provenance_with_a_key_outside_actions() {
     let f = dir.path().join("f.whl");
     std::fs::write(&f, b"x").unwrap();
     let attest = |extra: &[&str]| {
-        run(vouch()
-            .arg("attest")
-            .arg(&f)
-            .arg("--out")
-            .arg(dir.path().join("b.json"))
-            .arg("--signer")
-            .arg(format!("key:{}", k.display()))
+        run(attest_with_key(&f, dir.path().join("b.json"), &k)
             .args(["--repo", "me/pkg"])
             .args(extra)
             .env_remove("GITHUB_ACTIONS"))
@@ -1188,44 +982,14 @@ fn issue12_attest_signs_pr_provenance_with_a_key_outside_actions() {
             vec!["--pr", "7", "--pr-head-sha", "abc", "--sha", SHA],
             "--pr-head-sha \"abc\" is not a full commit SHA",
         ),
-        (
-            vec![
-                "--pr",
-                "7",
-                "--pr-head-sha",
-                HEAD,
-                "--merge-sha",
-                HEAD,
-                "--sha",
-                SHA,
-            ],
-            "differ",
-        ),
+        (pr7(&["--merge-sha", HEAD, "--sha", SHA]), "differ"),
         (vec!["--pr", "7", "--sha", SHA], "--pr-head-sha"),
         (
-            vec![
-                "--pr",
-                "7",
-                "--pr-head-sha",
-                HEAD,
-                "--sha",
-                SHA,
-                "--event",
-                "push",
-            ],
+            pr7(&["--sha", SHA, "--event", "push"]),
             "claims a pull request build",
         ),
         (
-            vec![
-                "--pr",
-                "7",
-                "--pr-head-sha",
-                HEAD,
-                "--sha",
-                SHA,
-                "--ref",
-                "refs/pull/8/merge",
-            ],
+            pr7(&["--sha", SHA, "--ref", "refs/pull/8/merge"]),
             "another pull request's ref",
         ),
         (vec!["--pr-head-sha", HEAD, "--sha", SHA], "--pr"),
@@ -1239,7 +1003,7 @@ fn issue12_attest_signs_pr_provenance_with_a_key_outside_actions() {
         assert!(r.stderr.contains(expected), "{extra:?}: {}", r.stderr);
     }
     // --merge-sha alone gives the commit.
-    let r = attest(&["--pr", "7", "--pr-head-sha", HEAD, "--merge-sha", SHA]);
+    let r = attest(&pr7(&["--merge-sha", SHA]));
     assert_eq!(r.code, 0, "{}", r.stderr);
 }
 
@@ -1254,22 +1018,17 @@ fn issue12_digest_with_project_policy_is_refused() {
         "[[project]]\nname = \"gh\"\nrepository = \"cli/cli\"\nref = \"refs/heads/main\"\n",
     )
     .unwrap();
-    let r = run(vouch()
-        .args(["verify", "--digest", CLI_DIGEST, "--bundle"])
-        .arg(fixture(CLI_BUNDLE))
+    let r = run(verify_cli_digest(&fixture(CLI_BUNDLE))
         .args(["--repo", "cli/cli", "--policy"])
         .arg(&policy));
-    assert_eq!(r.code, 2, "{}", r.stderr);
-    assert!(r.stderr.contains("[[project]] entries"), "{}", r.stderr);
+    assert_exit(&r, 2, "[[project]] entries");
     // Defaults only: they apply to a digest as to a file.
     std::fs::write(
         &policy,
         "repository = \"cli/cli\"\nref = \"refs/heads/trunk\"\n",
     )
     .unwrap();
-    let r = run(vouch()
-        .args(["verify", "--digest", CLI_DIGEST, "--bundle"])
-        .arg(fixture(CLI_BUNDLE))
+    let r = run(verify_cli_digest(&fixture(CLI_BUNDLE))
         .arg("--policy")
         .arg(&policy));
     assert_eq!(r.code, 0, "{}", r.stderr);

@@ -40,6 +40,14 @@ pub fn vouch() -> Command {
     cmd
 }
 
+/// Asserts that `r` exited with `code` and that its stderr says `expected`; either failure shows
+/// the stderr.
+#[track_caller]
+pub fn assert_exit(r: &Run, code: i32, expected: &str) {
+    assert_eq!(r.code, code, "{}", r.stderr);
+    assert!(r.stderr.contains(expected), "{}", r.stderr);
+}
+
 pub fn run(cmd: &mut Command) -> Run {
     let out = cmd.output().expect("spawn");
     Run {
@@ -394,4 +402,16 @@ pub fn keygen(dir: &Path, name: &str) -> (PathBuf, PathBuf) {
     assert_eq!(r.code, 0, "{}", r.stderr);
     let public = PathBuf::from(format!("{}.pub", key.display()));
     (key, public)
+}
+
+/// `vouch attest FILE --out BUNDLE --signer key:KEY`, for the caller to add the build context.
+pub fn attest_with_key(file: &Path, bundle: impl AsRef<std::ffi::OsStr>, key: &Path) -> Command {
+    let mut cmd = vouch();
+    cmd.arg("attest")
+        .arg(file)
+        .arg("--out")
+        .arg(bundle)
+        .arg("--signer")
+        .arg(format!("key:{}", key.display()));
+    cmd
 }
