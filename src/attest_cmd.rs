@@ -51,10 +51,7 @@ pub struct OidcTokenFile {
 /// usage error nor a later step of the job leaves it to be reused.
 fn take_oidc_token_file(value: &str) -> Result<OidcTokenFile, String> {
     let path = PathBuf::from(value);
-    let read = std::fs::read_to_string(&path);
-    std::fs::remove_file(&path)
-        .map_err(|e| format!("cannot remove the OIDC token file {path:?}: {e}"))?;
-    let jwt = read.map_err(|e| format!("cannot read the OIDC token file {path:?}: {e}"))?;
+    let jwt = crate::token_files::contents(&path)?;
     Ok(OidcTokenFile {
         path,
         jwt: secrecy::SecretString::from(jwt),
@@ -143,6 +140,7 @@ fn run_context(args: &ContextArgs, claims: &ClaimArgs) -> anyhow::Result<RunCont
             ("--event", args.event.is_some()),
             ("--run-id", args.run_id.is_some()),
             ("--runner", args.runner.is_some()),
+            ("--pr", claims.pr.is_some()),
             ("--pr-head-sha", claims.pr_head_sha.is_some()),
             ("--merge-sha", claims.merge_sha.is_some()),
         ]

@@ -26,6 +26,17 @@ pub struct AuditArgs {
 }
 
 pub fn audit(args: AuditArgs) -> anyhow::Result<ExitCode> {
+    args.policy.refuse_conflicts()?;
+    // A path that is not there is a typo, not an unverified release: say so (exit 2).
+    if let Some(missing) = args
+        .paths
+        .iter()
+        .find(|p| std::fs::symlink_metadata(p).is_err())
+    {
+        anyhow::bail!(crate::verify_cmd::UsageError(format!(
+            "{missing:?} does not exist"
+        )));
+    }
     let policy_file = args.policy.load_policy_file()?;
     // Every flag reaches the policy each file is held to: --run-id, --pr and --cell as well as
     // the identity flags, exactly as `vouch verify` applies them.

@@ -246,9 +246,17 @@ pub fn classify(err: &anyhow::Error) -> Status {
         if let Some(e) = cause.downcast_ref::<vouch_verify::VerifyError>() {
             return verify_status(e.kind);
         }
-        if cause.downcast_ref::<vouch_fetch::FetchError>().is_some()
-            || cause.downcast_ref::<vouch_github::GithubError>().is_some()
-        {
+        if let Some(e) = cause.downcast_ref::<vouch_fetch::FetchError>() {
+            return match e {
+                vouch_fetch::FetchError::Io { .. } => Status::Io,
+                vouch_fetch::FetchError::Trust(v) => verify_status(v.kind),
+                vouch_fetch::FetchError::NoCandidate { .. } => Status::NoRun,
+                vouch_fetch::FetchError::Github(_) | vouch_fetch::FetchError::Store { .. } => {
+                    Status::Download
+                }
+            };
+        }
+        if cause.downcast_ref::<vouch_github::GithubError>().is_some() {
             return Status::Download;
         }
         if let Some(e) = cause.downcast_ref::<vouch_profile::ProfileError>() {

@@ -95,24 +95,12 @@ pub struct TokenFile {
     pub token: SecretString,
 }
 
-/// The `--token-file` value parser. It runs while clap parses, before clap's own checks of the
-/// rest of the command line (a missing --out, a conflict), so even a usage error leaves no token
-/// behind; the file is removed whether or not it could be read. `--keep-token-file` cannot be
-/// asked from here, so the command line is looked at directly (up to a `--`, after which come
-/// pip's arguments).
+/// The `--token-file` value parser. The file itself was read and removed before clap ran
+/// (`token_files::take_all`), so even a usage error or `--help` leaves no token behind.
 fn take_token_file(value: &str) -> Result<TokenFile, String> {
     let path = PathBuf::from(value);
-    let read = std::fs::read_to_string(&path);
-    let keep = std::env::args_os()
-        .take_while(|a| a != "--")
-        .any(|a| a == "--keep-token-file");
-    if !keep && let Err(e) = std::fs::remove_file(&path) {
-        return Err(format!("cannot remove the token file {path:?}: {e}"));
-    }
-    let token = read
-        .map_err(|e| format!("cannot read the token file {path:?}: {e}"))?
-        .trim()
-        .to_owned();
+    let read = crate::token_files::contents(&path);
+    let token = read?.trim().to_owned();
     if token.is_empty() {
         return Err(format!("the token file {path:?} is empty"));
     }

@@ -11,6 +11,7 @@ mod exit;
 mod fetch_cmd;
 mod output;
 mod plan_cmd;
+mod token_files;
 mod verify_cmd;
 mod workflows_cmd;
 
@@ -19,6 +20,7 @@ use std::process::ExitCode;
 use clap::Parser as _;
 
 fn main() -> ExitCode {
+    token_files::take_all(&std::env::args_os().collect::<Vec<_>>());
     let args = cli::Cli::parse();
     output::init_tracing(args.verbose, args.quiet);
     match cli::run(args) {

@@ -123,7 +123,8 @@ impl PolicyArgs {
         let Some(path) = &self.key else {
             return Ok(None);
         };
-        let pem = std::fs::read_to_string(path).with_context(|| format!("reading key {path:?}"))?;
+        let pem = vouch_verify::read_regular_to_string(path)
+            .with_context(|| format!("reading key {path:?}"))?;
         vouch_verify::check_public_key(&pem).with_context(|| format!("--key {path:?}"))?;
         Ok(Some(pem))
     }
@@ -135,14 +136,20 @@ impl PolicyArgs {
         })
     }
 
-    /// The policy for one file (or digest), refusing keyless verification without an identity.
-    pub fn policy(&self, dist: Option<&str>) -> anyhow::Result<Policy> {
+    /// Flags that cannot hold together, refused before anything is verified.
+    pub fn refuse_conflicts(&self) -> anyhow::Result<()> {
         if self.key.is_some() && self.issuer.is_some() {
             // A key-signed bundle has no certificate, so no issuer: the flag could not be held.
             anyhow::bail!(UsageError(
                 "--issuer applies to certificates; a bundle verified with --key has none".into()
             ));
         }
+        Ok(())
+    }
+
+    /// The policy for one file (or digest), refusing keyless verification without an identity.
+    pub fn policy(&self, dist: Option<&str>) -> anyhow::Result<Policy> {
+        self.refuse_conflicts()?;
         let file = self.load_policy_file()?;
         if let (None, Some(f), Some(path)) = (dist, &file, &self.policy)
             && !f.project.is_empty()

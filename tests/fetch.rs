@@ -955,6 +955,31 @@ fn issue12_token_file_is_deleted_on_usage_errors_and_with_store() {
         assert_eq!(r.code, *code, "{args:?}: {}", r.stderr);
         assert!(!token.exists(), "{args:?}: the token file is gone");
     }
+    // Before clap even parses: an unknown flag, --help, and the token file given first.
+    for args in [
+        vec!["--bogus", "--token-file", token.to_str().unwrap()],
+        vec!["--help", "--token-file", token.to_str().unwrap()],
+        vec!["--token-file", token.to_str().unwrap(), "--bogus"],
+    ] {
+        std::fs::write(&token, TOKEN).unwrap();
+        let r = run(vouch().arg("fetch").args(&args));
+        assert!(r.code == 2 || r.code == 0, "{args:?}: {}", r.stderr);
+        assert!(!token.exists(), "{args:?}: the token file is gone");
+        assert!(!r.stdout.contains(TOKEN) && !r.stderr.contains(TOKEN));
+    }
+    std::fs::write(&token, TOKEN).unwrap();
+    let r = run(vouch()
+        .args(["fetch", "--bogus"])
+        .env("GH_TOKEN_FILE", &token));
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(!token.exists(), "GH_TOKEN_FILE with an unknown flag: gone");
+    // Another command leaves GH_TOKEN_FILE alone: a later `vouch install` step needs it.
+    std::fs::write(&token, TOKEN).unwrap();
+    let r = run(vouch()
+        .args(["plan", "--bogus"])
+        .env("GH_TOKEN_FILE", &token));
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(token.exists(), "plan does not read GH_TOKEN_FILE");
     // From the environment, too.
     std::fs::write(&token, TOKEN).unwrap();
     let r = run(vouch()

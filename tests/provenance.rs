@@ -898,6 +898,9 @@ fn issue12_attest_refuses_flags_it_would_ignore() {
     assert_eq!(attest(&[], true).code, 0, "the context from GITHUB_*");
     let r = attest(&["--repo", "other/repo", "--event", "release"], true);
     assert_exit(&r, 2, "--repo, --event would be ignored");
+    // The event payload says which PR (none, for a push): a flag must not override it.
+    let r = attest(&["--pr", "7"], true);
+    assert_exit(&r, 2, "--pr would be ignored");
     let r = attest(&["--local", "--repo", "other/repo", "--sha", SHA], true);
     assert_eq!(
         r.code, 0,

@@ -60,7 +60,7 @@ pub enum FetchError {
     Trust(#[source] VerifyError),
     #[error("local artifact store {path:?}: {reason}")]
     Store { path: PathBuf, reason: String },
-    #[error("writing {path:?}")]
+    #[error("file I/O on {path:?}")]
     Io {
         path: PathBuf,
         #[source]

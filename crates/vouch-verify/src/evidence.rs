@@ -65,6 +65,13 @@ pub fn kind_of(t: std::fs::FileType) -> &'static str {
 /// open, so a FIFO is never opened (a read from it would wait for a writer forever), and again
 /// on the open handle (non-blocking, so a FIFO swapped in between cannot block), so what is read
 /// is what was checked.
+/// Reads a whole regular file as text (never blocking on a FIFO; see [`open_regular`]).
+pub fn read_regular_to_string(path: &Path) -> std::io::Result<String> {
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut open_regular(path)?, &mut text)?;
+    Ok(text)
+}
+
 pub fn open_regular(path: &Path) -> std::io::Result<std::fs::File> {
     let not_regular = |t: std::fs::FileType| {
         std::io::Error::new(

@@ -12,6 +12,7 @@ mod verify;
 pub use error::{ErrorKind, VerifyError};
 pub use evidence::{
     Evidence, EvidenceFormat, kind_of, open_regular, parse_evidence, read_evidence_file,
+    read_regular_to_string,
 };
 pub use policy::{
     GITHUB_ISSUER, PREDICATE_PEP740, Policy, SignerIdentity, StatementSummary, check_statement,

@@ -116,7 +116,7 @@ impl PolicySpec {
 
 impl PolicyFile {
     pub fn load(path: &Path) -> Result<PolicyFile, PolicyFileError> {
-        let text = std::fs::read_to_string(path).map_err(|source| PolicyFileError::Read {
+        let text = crate::read_regular_to_string(path).map_err(|source| PolicyFileError::Read {
             path: path.to_owned(),
             source,
         })?;

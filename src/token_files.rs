@@ -1,0 +1,82 @@
+//! Token files are consumed before anything can fail. `main` calls [`take_all`] before clap
+//! parses the command line, so neither an unknown flag, `--help`, nor a usage error leaves a
+//! token file behind; the value parsers then take the contents from here.
+
+use std::collections::HashMap;
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::sync::{Mutex, OnceLock};
+
+/// Flags whose value is a token file, and whether `--keep-token-file` may keep it.
+const FLAGS: &[(&str, bool)] = &[("--token-file", true), ("--oidc-token-file", false)];
+
+/// Commands that read `GH_TOKEN_FILE` from the environment.
+const ENV_COMMANDS: &[&str] = &["fetch", "install"];
+
+type Taken = HashMap<PathBuf, Result<String, String>>;
+
+fn taken() -> &'static Mutex<Taken> {
+    static TAKEN: OnceLock<Mutex<Taken>> = OnceLock::new();
+    TAKEN.get_or_init(Default::default)
+}
+
+/// The token files `args` names (and `GH_TOKEN_FILE`, for the commands that read it), read and
+/// removed. Arguments after `--` belong to pip and are not looked at.
+pub fn take_all(args: &[OsString]) {
+    let args: Vec<&OsString> = args
+        .iter()
+        .skip(1)
+        .take_while(|a| a.as_os_str() != "--")
+        .collect();
+    let keep = args.iter().any(|a| a.as_os_str() == "--keep-token-file");
+    let mut files: Vec<(PathBuf, bool)> = Vec::new();
+    for (i, a) in args.iter().enumerate() {
+        let a = a.to_string_lossy();
+        for (flag, keepable) in FLAGS {
+            let value = if a == *flag {
+                args.get(i + 1).map(|v| PathBuf::from(v.as_os_str()))
+            } else {
+                a.strip_prefix(&format!("{flag}=")).map(PathBuf::from)
+            };
+            if let Some(v) = value {
+                files.push((v, keep && *keepable));
+            }
+        }
+    }
+    let command = args
+        .iter()
+        .map(|a| a.to_string_lossy())
+        .find(|a| !a.starts_with('-'));
+    if command.is_some_and(|c| ENV_COMMANDS.contains(&c.as_ref()))
+        && let Some(v) = std::env::var_os("GH_TOKEN_FILE").filter(|v| !v.is_empty())
+    {
+        files.push((PathBuf::from(v), keep));
+    }
+    let mut map = taken().lock().expect("not poisoned");
+    for (path, keep) in files {
+        if map.contains_key(&path) {
+            continue;
+        }
+        let read = std::fs::read_to_string(&path)
+            .map_err(|e| format!("cannot read the token file {path:?}: {e}"));
+        let removed = if keep {
+            Ok(())
+        } else {
+            std::fs::remove_file(&path)
+        };
+        let read = match removed {
+            Err(e) if path.exists() => Err(format!("cannot remove the token file {path:?}: {e}")),
+            _ => read,
+        };
+        map.insert(path, read);
+    }
+}
+
+/// The contents of a token file [`take_all`] consumed, or the file read now (a path it did not
+/// see, e.g. in tests of the parsers themselves).
+pub fn contents(path: &std::path::Path) -> Result<String, String> {
+    if let Some(r) = taken().lock().expect("not poisoned").get(path) {
+        return r.clone();
+    }
+    std::fs::read_to_string(path).map_err(|e| format!("cannot read the token file {path:?}: {e}"))
+}
