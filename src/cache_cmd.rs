@@ -388,6 +388,8 @@ pub fn run(cmd: CacheCommand) -> anyhow::Result<ExitCode> {
                 vouch_fs::write_atomically(&f, gw.url.as_bytes(), vouch_fs::Mode::Private)
                     .with_context(|| format!("writing the gateway URL to {f:?}"))?;
             }
+            // The URL carries the run's secret: masked in Actions logs from here on.
+            output::mask(&gw.url);
             output::data(&gw.url);
             loop {
                 std::thread::park();

@@ -47,6 +47,13 @@ pub fn report_error(err: &anyhow::Error) {
     }
 }
 
+/// In GitHub Actions, asks the runner to mask `secret` in every later log line.
+pub fn mask(secret: &str) {
+    if in_actions() && !secret.contains(['\n', '\r']) {
+        println!("::add-mask::{secret}");
+    }
+}
+
 fn in_actions() -> bool {
     std::env::var("GITHUB_ACTIONS").is_ok_and(|v| v == "true")
 }
