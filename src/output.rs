@@ -47,10 +47,11 @@ pub fn report_error(err: &anyhow::Error) {
     }
 }
 
-/// In GitHub Actions, asks the runner to mask `secret` in every later log line.
+/// In GitHub Actions, asks the runner to mask `secret` in every later log line (on stderr:
+/// the runner reads workflow commands there too, and stdout may be `--json` data).
 pub fn mask(secret: &str) {
     if in_actions() && !secret.contains(['\n', '\r']) {
-        println!("::add-mask::{secret}");
+        eprintln!("::add-mask::{secret}");
     }
 }
 
