@@ -34,7 +34,7 @@ pub struct ToolchainArgs {
 /// The interpreter does not match the cell (exit code 5, environment).
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
-pub struct WrongPython(String);
+pub struct WrongPython(pub(crate) String);
 
 #[derive(Serialize)]
 struct CacheRecord {

@@ -437,6 +437,78 @@ mod tests {
                 Status::InvalidInput,
             ),
             (anyhow::Error::new(io()).context("reading x"), Status::Io),
+            (
+                vouch_fetch::FetchError::NoCandidate {
+                    name: "n".into(),
+                    rejected: vec![],
+                }
+                .into(),
+                Status::NoRun,
+            ),
+            (
+                vouch_fetch::FetchError::Io {
+                    path: "missing.whl".into(),
+                    source: io(),
+                }
+                .into(),
+                Status::Io,
+            ),
+            (
+                vouch_github::GithubError::Expired { id: 1 }.into(),
+                Status::Download,
+            ),
+            (
+                vouch_profile::ProfileError::NoCell("c".into()).into(),
+                Status::InvalidInput,
+            ),
+            (
+                vouch_verify::PolicyFileError::Invalid {
+                    path: "p.toml".into(),
+                    message: "m".into(),
+                }
+                .into(),
+                Status::InvalidInput,
+            ),
+            (
+                vouch_verify::VerifyError::new(vouch_verify::ErrorKind::Policy, "m").into(),
+                Status::Policy,
+            ),
+            (
+                WheelError::DuplicateMember {
+                    path: "w.whl".into(),
+                    member: "a".into(),
+                }
+                .into(),
+                Status::InvalidInput,
+            ),
+            (
+                crate::build_cmd::WrongPython("3.12".into()).into(),
+                Status::Environment,
+            ),
+            (
+                vouch_cache::UrlError::Invalid {
+                    url: "u".into(),
+                    problem: "p",
+                }
+                .into(),
+                Status::Usage,
+            ),
+            (
+                vouch_cache::ScopeError::Malformed("s".into()).into(),
+                Status::InvalidInput,
+            ),
+            (
+                vouch_core::NameError::Missing("n".into(), "Python version").into(),
+                Status::InvalidInput,
+            ),
+            (
+                crate::fetch_cmd::FetchFailed {
+                    status: Status::InstallFailed,
+                    message: "pip".into(),
+                }
+                .into(),
+                Status::InstallFailed,
+            ),
         ];
         for (err, want) in cases {
             let got = classify(&err);
