@@ -183,21 +183,7 @@ fn hash_file(path: &Path, mut sink: Option<&mut dyn Write>) -> Result<(String, u
         }
         total += n as u64;
     }
-    Ok((hex_lower(&h.finalize()), total))
-}
-
-fn hex_decode(s: &str) -> Option<Vec<u8>> {
-    if s.len() % 2 != 0 {
-        return None;
-    }
-    (0..s.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok())
-        .collect()
-}
-
-fn hex_lower(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    Ok((hex::encode(h.finalize()), total))
 }
 
 /// Every entry under `root` (not `root` itself), links not followed, sorted.
@@ -415,9 +401,13 @@ impl Seal {
             source,
         })?;
         if let Some(key) = key {
-            let authentic = seal.mac.as_deref().and_then(hex_decode).is_some_and(|tag| {
-                aws_lc_rs::hmac::verify(&key.0, &entries_json(&seal.entries), &tag).is_ok()
-            });
+            let authentic = seal
+                .mac
+                .as_deref()
+                .and_then(|m| hex::decode(m).ok())
+                .is_some_and(|tag| {
+                    aws_lc_rs::hmac::verify(&key.0, &entries_json(&seal.entries), &tag).is_ok()
+                });
             if !authentic {
                 return Err(SealError::Unauthenticated {
                     path: path.to_owned(),
@@ -430,8 +420,9 @@ impl Seal {
     /// Writes the record; with a key, with its HMAC.
     pub fn write(&self, path: &Path, key: Option<&SealKey>) -> Result<(), SealError> {
         let mut record = self.clone();
-        record.mac = key
-            .map(|k| hex_lower(aws_lc_rs::hmac::sign(&k.0, &entries_json(&self.entries)).as_ref()));
+        record.mac = key.map(|k| {
+            hex::encode(aws_lc_rs::hmac::sign(&k.0, &entries_json(&self.entries)).as_ref())
+        });
         let json = serde_json::to_vec(&record).expect("a seal serializes");
         crate::write_atomically(path, &json, crate::Mode::Public).map_err(io(path))
     }
