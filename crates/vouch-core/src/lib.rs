@@ -2,6 +2,7 @@
 
 mod artifact;
 mod digest;
+pub mod portable_path;
 
 pub use artifact::{ArtifactName, NameError, Platform, PythonVersion};
 pub use digest::{DigestError, Sha256Digest, Sha256Hasher};
