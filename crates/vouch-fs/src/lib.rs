@@ -76,6 +76,20 @@ impl Write for Output {
     }
 }
 
+/// Seeking lets a writer patch what it wrote earlier (a zip's local headers); reading lets the
+/// caller hash the finished bytes before they appear at `dest`.
+impl io::Seek for Output {
+    fn seek(&mut self, pos: io::SeekFrom) -> io::Result<u64> {
+        self.tmp.seek(pos)
+    }
+}
+
+impl io::Read for Output {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.tmp.read(buf)
+    }
+}
+
 /// Writes `data` to `dest` atomically with the given mode.
 pub fn write_atomically(dest: &Path, data: &[u8], mode: Mode) -> io::Result<()> {
     let mut out = Output::create(dest, mode)?;
