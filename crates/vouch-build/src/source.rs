@@ -1,6 +1,6 @@
 use std::path::{Component, Path, PathBuf};
 
-use vouch_core::portable_path::{self, PathSet};
+use vouch_core::portable_path;
 
 use crate::{BuildError, SourcePatch};
 
@@ -72,7 +72,8 @@ pub fn unpack_sdist(sdist: &Path, dest: &Path) -> Result<(PathBuf, u64), BuildEr
     }
     let mut tar = tar::Archive::new(flate2::read::GzDecoder::new(std::io::BufReader::new(file)));
     let mut top: Option<String> = None;
-    let mut paths = PathSet::new();
+    // Every name unpacked, for the collision check once all are known.
+    let mut names: Vec<(String, bool)> = Vec::new();
     let mut newest = 0u64;
     let entries = tar
         .entries()
@@ -141,9 +142,7 @@ pub fn unpack_sdist(sdist: &Path, dest: &Path) -> Result<(PathBuf, u64), BuildEr
                 ))
             })?;
         }
-        paths
-            .insert(&parts.join("/"), kind.is_dir())
-            .map_err(|collision| bad(format!("members {collision}")))?;
+        names.push((parts.join("/"), kind.is_dir()));
         newest = newest.max(entry.header().mtime().unwrap_or(0));
         let out = dest.join(&path);
         if let Some(parent) = out.parent() {
@@ -157,6 +156,10 @@ pub fn unpack_sdist(sdist: &Path, dest: &Path) -> Result<(PathBuf, u64), BuildEr
             source: e,
         })?;
     }
+    // Checked once all names are known: a collision can only have overwritten a file in
+    // `dest`, the caller's private directory, which the error makes it discard.
+    portable_path::find_collision(names.iter().map(|(n, dir)| (n.as_str(), *dir)))
+        .map_err(|collision| bad(format!("members {collision}")))?;
     let top = top.ok_or_else(|| bad("empty archive".to_owned()))?;
     Ok((dest.join(top), newest))
 }

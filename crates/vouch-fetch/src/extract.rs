@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use vouch_core::portable_path::{self, PathSet};
+use vouch_core::portable_path;
 
 #[derive(Clone, Debug)]
 pub struct ExtractLimits {
@@ -61,7 +61,6 @@ pub fn extract_safely(
             limits.max_members
         ));
     }
-    let mut paths = PathSet::new();
     let mut names = Vec::with_capacity(archive.len());
     for i in 0..archive.len() {
         let f = archive
@@ -83,16 +82,15 @@ pub fn extract_safely(
                 "member {name:?} cannot be extracted under that name on Windows or macOS: {rule}"
             ));
         }
-        paths
-            .insert(&name, f.is_dir())
-            .map_err(|collision| format!("members {collision}"))?;
-        names.push(name);
+        names.push((name, f.is_dir()));
     }
+    portable_path::find_collision(names.iter().map(|(n, dir)| (n.as_str(), *dir)))
+        .map_err(|collision| format!("members {collision}"))?;
     std::fs::create_dir(dir)
         .map_err(|e| format!("cannot create a fresh directory {}: {e}", dir.display()))?;
     let mut total = 0u64;
     let mut files = Vec::new();
-    for (i, name) in names.into_iter().enumerate() {
+    for (i, (name, _)) in names.into_iter().enumerate() {
         let mut f = archive
             .by_index(i)
             .map_err(|e| format!("member {i}: {e}"))?;

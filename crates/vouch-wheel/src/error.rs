@@ -61,6 +61,12 @@ pub enum WheelError {
         expected: u32,
         found: u32,
     },
+    #[error("{path:?} declares a central directory of {size} bytes, over the limit of {limit}")]
+    DirectoryTooLarge {
+        path: PathBuf,
+        size: u64,
+        limit: u64,
+    },
     #[error("{path:?} declares {count} entries, over the limit of {limit}")]
     TooManyMembers {
         path: PathBuf,

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use sha2::{Digest as _, Sha256};
-use vouch_core::portable_path::{self, PathSet};
+use vouch_core::portable_path;
 use zip::ZipArchive;
 use zip::read::ZipReadOptions;
 
@@ -35,6 +35,10 @@ pub const MAX_RECORD_SIZE: u64 = 16 << 20;
 /// archive of millions of empty members would cost memory no wheel needs; the largest wheels on
 /// PyPI hold tens of thousands.
 pub const MAX_MEMBERS: usize = 100_000;
+
+/// The central directory, which the zip reader holds in memory with its names and extra
+/// fields. Tens of thousands of members with ordinary names need a few MB.
+pub const MAX_DIRECTORY_SIZE: u64 = 32 << 20;
 
 /// How much of a member a worker inflates at a time.
 const CHUNK: usize = 256 << 10;
@@ -174,13 +178,15 @@ fn raw_central_names(bytes: &[u8]) -> Vec<Vec<u8>> {
     out
 }
 
-/// The entry count the end-of-central-directory record declares, read before the zip crate
-/// parses (and allocates for) every entry. `None` when the record is not where a plain zip has
-/// it; the zip crate then reports what is wrong.
-fn declared_entries(file: &SharedFile) -> io::Result<Option<u64>> {
+/// What the end-of-central-directory record declares: the number of entries and the size of
+/// the central directory, read before the zip crate parses (and allocates for) every entry.
+/// `None` when the record is not where a plain zip has it; the zip crate then says what is
+/// wrong.
+fn declared_directory(file: &SharedFile) -> io::Result<Option<(u64, u64)>> {
     const EOCD: [u8; 4] = [0x50, 0x4b, 0x05, 0x06];
     const ZIP64_LOCATOR: [u8; 4] = [0x50, 0x4b, 0x06, 0x07];
     const ZIP64_EOCD: [u8; 4] = [0x50, 0x4b, 0x06, 0x06];
+    let u64_at = |b: &[u8], o: usize| u64::from_le_bytes(b[o..o + 8].try_into().expect("8 bytes"));
     // The record is 22 bytes plus a comment of at most 64 KiB.
     let tail_len = file.len.min(22 + 0xffff);
     let mut tail = vec![0; tail_len as usize];
@@ -191,9 +197,10 @@ fn declared_entries(file: &SharedFile) -> io::Result<Option<u64>> {
     else {
         return Ok(None);
     };
-    let entries = u64::from(u16::from_le_bytes([tail[at + 10], tail[at + 11]]));
-    if entries != 0xffff {
-        return Ok(Some(entries));
+    let entries = u16::from_le_bytes([tail[at + 10], tail[at + 11]]);
+    let size = u32::from_le_bytes(tail[at + 12..at + 16].try_into().expect("4 bytes"));
+    if entries != u16::MAX && size != u32::MAX {
+        return Ok(Some((u64::from(entries), u64::from(size))));
     }
     // ZIP64: the locator sits just before the record and points at the ZIP64 record.
     let eocd_offset = file.len - tail_len + at as u64;
@@ -205,21 +212,19 @@ fn declared_entries(file: &SharedFile) -> io::Result<Option<u64>> {
     if locator[..4] != ZIP64_LOCATOR {
         return Ok(None);
     }
-    let record_offset = u64::from_le_bytes(locator[8..16].try_into().expect("8 bytes"));
-    let mut record = [0u8; 56];
+    let record_offset = u64_at(&locator, 8);
     if record_offset
         .checked_add(56)
         .is_none_or(|end| end > file.len)
     {
         return Ok(None);
     }
+    let mut record = [0u8; 56];
     read_exact_at(file, &mut record, record_offset)?;
     if record[..4] != ZIP64_EOCD {
         return Ok(None);
     }
-    Ok(Some(u64::from_le_bytes(
-        record[32..40].try_into().expect("8 bytes"),
-    )))
+    Ok(Some((u64_at(&record, 32), u64_at(&record, 40))))
 }
 
 fn read_exact_at(file: &SharedFile, mut buf: &mut [u8], mut offset: u64) -> io::Result<()> {
@@ -249,14 +254,21 @@ fn open_archive(path: &Path) -> Result<(SharedFile, ZipArchive<SharedFile>), Whe
         len,
         pos: 0,
     };
-    if let Some(n) = declared_entries(&shared).map_err(read_err)?
-        && n > MAX_MEMBERS as u64
-    {
-        return Err(WheelError::TooManyMembers {
-            path: path.to_owned(),
-            count: n,
-            limit: MAX_MEMBERS,
-        });
+    if let Some((entries, size)) = declared_directory(&shared).map_err(read_err)? {
+        if entries > MAX_MEMBERS as u64 {
+            return Err(WheelError::TooManyMembers {
+                path: path.to_owned(),
+                count: entries,
+                limit: MAX_MEMBERS,
+            });
+        }
+        if size > MAX_DIRECTORY_SIZE {
+            return Err(WheelError::DirectoryTooLarge {
+                path: path.to_owned(),
+                size,
+                limit: MAX_DIRECTORY_SIZE,
+            });
+        }
     }
     let archive = ZipArchive::new(shared.clone()).map_err(|source| WheelError::BadZip {
         path: path.to_owned(),
@@ -350,7 +362,7 @@ pub fn read_archive(path: &Path) -> Result<Archive, WheelError> {
     })
 }
 
-/// What the header pass learned about one entry.
+/// What the header pass learned about one regular file.
 struct Planned {
     name: String,
     keep: bool,
@@ -373,7 +385,8 @@ pub(crate) fn stream_archive<S: Sink>(
     // the one reported: names, kinds and sizes are checked before anything is inflated.
     let mut total = 0u64;
     let mut kept_total = 0u64;
-    let mut paths = PathSet::new();
+    // Every name with whether it is a directory, in archive order, for the collision check.
+    let mut names: Vec<(String, bool)> = Vec::with_capacity(archive.len());
     let mut plan: Vec<Option<Planned>> = Vec::with_capacity(archive.len());
     let mut compressed = Vec::with_capacity(archive.len());
     for i in 0..archive.len() {
@@ -399,12 +412,7 @@ pub(crate) fn stream_archive<S: Sink>(
                 rule,
             });
         }
-        paths
-            .insert(&name, f.is_dir())
-            .map_err(|collision| WheelError::NameCollision {
-                path: path.to_owned(),
-                collision,
-            })?;
+        names.push((name.clone(), f.is_dir()));
         if f.is_dir() {
             plan.push(None);
             compressed.push(0);
@@ -449,6 +457,13 @@ pub(crate) fn stream_archive<S: Sink>(
         compressed.push(f.compressed_size());
         plan.push(Some(Planned { name, keep }));
     }
+    portable_path::find_collision(names.iter().map(|(n, dir)| (n.as_str(), *dir))).map_err(
+        |collision| WheelError::NameCollision {
+            path: path.to_owned(),
+            collision,
+        },
+    )?;
+    drop(names);
 
     // Largest first, one member at a time per worker, so two cores finish together even when a
     // few huge shared objects sit next to each other in the archive.
@@ -845,5 +860,29 @@ mod tests {
             err.to_string()
                 .ends_with("declares 100001 entries, over the limit of 100000")
         );
+    }
+
+    #[test]
+    fn issue12_refuses_a_central_directory_over_the_limit_before_parsing_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("long.zip");
+        let mut w = zip::ZipWriter::new(io::BufWriter::new(File::create(&path).unwrap()));
+        let opts = zip::write::SimpleFileOptions::default()
+            .compression_method(zip::CompressionMethod::Stored);
+        // 1,200 names of 30,000 bytes: 36 MB of central directory in few entries.
+        for i in 0..1200 {
+            w.start_file(format!("{i:05}{}", "x".repeat(29_995)), opts)
+                .unwrap();
+        }
+        w.finish().unwrap();
+        // Not `unwrap_err`: an accepted archive would print 36 MB of names.
+        match read_archive(&path) {
+            Err(WheelError::DirectoryTooLarge { size, limit, .. }) => {
+                assert_eq!(limit, MAX_DIRECTORY_SIZE);
+                assert!(size > MAX_DIRECTORY_SIZE);
+            }
+            Err(e) => panic!("{e}"),
+            Ok(a) => panic!("accepted, with {} members", a.members.len()),
+        }
     }
 }
