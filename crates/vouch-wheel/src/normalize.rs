@@ -70,9 +70,10 @@ fn file_options(time: zip::DateTime, executable: bool, size: u64) -> SimpleFileO
 }
 
 /// How far ahead of the compressor a spool keeps the data it hands it (see [`Spool`]). One
-/// call into the deflater consumes at most 32 KiB of output's worth of input, 32.25 MiB at
-/// deflate's best ratio (1032:1, a run of zeros); the deflater also reads up to 64 KiB ahead
-/// into its window.
+/// call into the deflater fills at most its 32 KiB output buffer: at deflate's best ratio
+/// (1032:1, a run of zeros) that is 33,816,576 bytes of input, which is what a call on zeros
+/// was measured to consume. Add one block of symbols not yet written (16K symbols of at most
+/// 258 bytes) and the 64 KiB the deflater reads ahead into its window: under 39 MB.
 const LOOKAHEAD: usize = 40 << 20;
 
 /// Data the deflater has consumed is dropped from the front of the buffer in steps this big:

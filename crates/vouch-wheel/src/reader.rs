@@ -37,15 +37,16 @@ pub const MAX_RECORD_SIZE: u64 = 16 << 20;
 pub const MAX_MEMBERS: usize = 100_000;
 
 /// The central directory, which the zip reader holds in memory with its names and extra
-/// fields. Tens of thousands of members with ordinary names need a few MB.
-pub const MAX_DIRECTORY_SIZE: u64 = 32 << 20;
+/// fields (and the reader copies the names). 100,000 members with 60-byte names need 11 MB.
+pub const MAX_DIRECTORY_SIZE: u64 = 16 << 20;
 
 /// How much of a member a worker inflates at a time.
 const CHUNK: usize = 256 << 10;
 
-/// Each worker may buffer tens of MB (normalize's spool, see `normalize.rs`), so the number of
-/// workers is what bounds memory: four keep the whole process well under 256 MB.
-const MAX_WORKERS: usize = 4;
+/// Each worker may buffer up to 45 MiB (normalize's spool, see `normalize.rs`), so the number of
+/// workers is what bounds memory: three, with a central directory at its limit and the zip
+/// reader's copy of it, keep the process near 220 MB at worst, under the 256 MB promised.
+const MAX_WORKERS: usize = 3;
 
 /// One regular file of a wheel, as read: its digests and metadata (the data itself went to the
 /// reader's sink, not into memory).
@@ -869,13 +870,13 @@ mod tests {
         let mut w = zip::ZipWriter::new(io::BufWriter::new(File::create(&path).unwrap()));
         let opts = zip::write::SimpleFileOptions::default()
             .compression_method(zip::CompressionMethod::Stored);
-        // 1,200 names of 30,000 bytes: 36 MB of central directory in few entries.
-        for i in 0..1200 {
+        // 600 names of 30,000 bytes: 18 MB of central directory in few entries.
+        for i in 0..600 {
             w.start_file(format!("{i:05}{}", "x".repeat(29_995)), opts)
                 .unwrap();
         }
         w.finish().unwrap();
-        // Not `unwrap_err`: an accepted archive would print 36 MB of names.
+        // Not `unwrap_err`: an accepted archive would print 18 MB of names.
         match read_archive(&path) {
             Err(WheelError::DirectoryTooLarge { size, limit, .. }) => {
                 assert_eq!(limit, MAX_DIRECTORY_SIZE);
