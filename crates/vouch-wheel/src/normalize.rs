@@ -112,6 +112,10 @@ impl Spool {
 }
 
 impl Sink for Spool {
+    /// Each spool may hold [`LOOKAHEAD`] plus [`COMPACT`] bytes: two of them, with the
+    /// metadata of a wheel at the reader's limits, keep normalize under 256 MB.
+    const WORKERS: usize = 2;
+
     fn start(&mut self, name: &str, executable: bool, size: u64) -> Result<(), WheelError> {
         self.pending.clear();
         self.consumed = 0;

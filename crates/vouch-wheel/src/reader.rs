@@ -31,22 +31,18 @@ pub const MAX_TOTAL_SIZE: u64 = 8 << 30;
 /// RECORD is the one member parsed in memory. CuPy's is a few hundred KB.
 pub const MAX_RECORD_SIZE: u64 = 16 << 20;
 
-/// Entries in one archive. The zip reader keeps a few hundred bytes of metadata per entry, so an
-/// archive of millions of empty members would cost memory no wheel needs; the largest wheels on
-/// PyPI hold tens of thousands.
-pub const MAX_MEMBERS: usize = 100_000;
+/// Entries in one archive: as many as a zip holds without ZIP64. The zip reader, the temp
+/// zips and the output each keep a few hundred bytes per entry, so millions of empty members
+/// would cost memory no wheel needs; CuPy's wheels hold about 1,500.
+pub const MAX_MEMBERS: usize = 65_535;
 
 /// The central directory, which the zip reader holds in memory with its names and extra
-/// fields (and the reader copies the names). 100,000 members with 60-byte names need 11 MB.
-pub const MAX_DIRECTORY_SIZE: u64 = 16 << 20;
+/// fields, and whose names normalize copies a few times over. 65,535 members with 80-byte
+/// names need 8 MB.
+pub const MAX_DIRECTORY_SIZE: u64 = 8 << 20;
 
 /// How much of a member a worker inflates at a time.
 const CHUNK: usize = 256 << 10;
-
-/// Each worker may buffer up to 45 MiB (normalize's spool, see `normalize.rs`), so the number of
-/// workers is what bounds memory: three, with a central directory at its limit and the zip
-/// reader's copy of it, keep the process near 220 MB at worst, under the 256 MB promised.
-const MAX_WORKERS: usize = 3;
 
 /// One regular file of a wheel, as read: its digests and metadata (the data itself went to the
 /// reader's sink, not into memory).
@@ -305,13 +301,17 @@ fn open_archive(path: &Path) -> Result<(SharedFile, ZipArchive<SharedFile>), Whe
 /// [`Sink::start`], then its data follows in order through [`Sink::write`].
 /// [`Sink::end`] marks the end of its data.
 pub(crate) trait Sink: Send {
+    /// How many workers may inflate at once into sinks of this kind. Memory, not cores,
+    /// bounds it for a sink that buffers.
+    const WORKERS: usize;
     fn start(&mut self, name: &str, executable: bool, size: u64) -> Result<(), WheelError>;
     fn write(&mut self, data: &[u8]) -> Result<(), WheelError>;
     fn end(&mut self) -> Result<(), WheelError>;
 }
 
-/// Reading only to check and hash.
+/// Reading only to check and hash: a worker needs about 1 MB.
 impl Sink for () {
+    const WORKERS: usize = 8;
     fn start(&mut self, _: &str, _: bool, _: u64) -> Result<(), WheelError> {
         Ok(())
     }
@@ -472,7 +472,7 @@ pub(crate) fn stream_archive<S: Sink>(
     order.sort_by_key(|&i| std::cmp::Reverse(compressed[i]));
     let workers = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
-        .min(MAX_WORKERS)
+        .min(S::WORKERS)
         .min(order.len())
         .max(1);
     let next = AtomicUsize::new(0);
@@ -724,14 +724,16 @@ pub(crate) fn read_wheel_with<S: Sink>(
     };
 
     let record_path = format!("{dist_info}/RECORD");
-    let record_data = streamed
-        .kept
-        .get(&record_path)
-        .ok_or_else(|| WheelError::MissingRecord {
-            path: path.to_owned(),
-            member: record_path.clone(),
-        })?;
-    let record = Record::parse(record_data).map_err(|e| WheelError::RecordSyntax {
+    let record_data =
+        streamed
+            .kept
+            .remove(&record_path)
+            .ok_or_else(|| WheelError::MissingRecord {
+                path: path.to_owned(),
+                member: record_path.clone(),
+            })?;
+    streamed.kept.clear();
+    let record = Record::parse(&record_data).map_err(|e| WheelError::RecordSyntax {
         path: path.to_owned(),
         member: record_path.clone(),
         line: e.line,
@@ -859,7 +861,7 @@ mod tests {
         );
         assert!(
             err.to_string()
-                .ends_with("declares 100001 entries, over the limit of 100000")
+                .ends_with("declares 65536 entries, over the limit of 65535")
         );
     }
 
@@ -870,13 +872,13 @@ mod tests {
         let mut w = zip::ZipWriter::new(io::BufWriter::new(File::create(&path).unwrap()));
         let opts = zip::write::SimpleFileOptions::default()
             .compression_method(zip::CompressionMethod::Stored);
-        // 600 names of 30,000 bytes: 18 MB of central directory in few entries.
-        for i in 0..600 {
+        // 300 names of 30,000 bytes: 9 MB of central directory in few entries.
+        for i in 0..300 {
             w.start_file(format!("{i:05}{}", "x".repeat(29_995)), opts)
                 .unwrap();
         }
         w.finish().unwrap();
-        // Not `unwrap_err`: an accepted archive would print 18 MB of names.
+        // Not `unwrap_err`: an accepted archive would print 9 MB of names.
         match read_archive(&path) {
             Err(WheelError::DirectoryTooLarge { size, limit, .. }) => {
                 assert_eq!(limit, MAX_DIRECTORY_SIZE);
