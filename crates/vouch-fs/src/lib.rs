@@ -110,6 +110,24 @@ mod tests {
     use super::*;
 
     #[test]
+    fn issue12_output_can_patch_and_read_back_before_commit() {
+        use std::io::{Read as _, Seek as _, SeekFrom};
+        let dir = tempfile::tempdir().unwrap();
+        let dest = dir.path().join("out.whl");
+        let mut out = Output::create(&dest, Mode::Public).unwrap();
+        out.write_all(b"header:0 data").unwrap();
+        out.seek(SeekFrom::Start(7)).unwrap();
+        out.write_all(b"1").unwrap();
+        out.seek(SeekFrom::Start(0)).unwrap();
+        let mut back = String::new();
+        out.read_to_string(&mut back).unwrap();
+        assert_eq!(back, "header:1 data");
+        assert!(!dest.exists(), "nothing at the destination before commit");
+        out.commit().unwrap();
+        assert_eq!(std::fs::read(&dest).unwrap(), b"header:1 data");
+    }
+
+    #[test]
     fn never_follows_a_planted_link_and_sets_the_mode() {
         let dir = tempfile::tempdir().unwrap();
         let victim = dir.path().join("victim");
