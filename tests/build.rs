@@ -652,3 +652,40 @@ for seal in glob.glob(r'{cache}/trusted/venvs/*.seal.json'):
     assert!(r.stderr.contains("not authenticated"), "{}", r.stderr);
     assert!(!marker.exists(), "the push build ran the planted .pth");
 }
+
+/// Issue 12, item 10: an sdist whose names collide on a case-insensitive file system is
+/// refused before anything is built (it would build another tree on Windows or macOS than the
+/// one digested here). The rest of the sdist is the sample, which builds.
+#[test]
+fn issue12_sdist_with_case_colliding_names_is_refused() {
+    let dir = tempdir();
+    let src = dir.path().join("vouch_sample-0.1.0");
+    copy_sample(&src);
+    std::fs::write(src.join("src/vouch_sample/Util.py"), "A = 1\n").unwrap();
+    std::fs::write(src.join("src/vouch_sample/util.py"), "A = 2\n").unwrap();
+    let sdist = dir.path().join("vouch_sample-0.1.0.tar.gz");
+    let st = Command::new("python3")
+        .arg("-c")
+        .arg("import sys, tarfile\nwith tarfile.open(sys.argv[1], 'w:gz') as t: t.add(sys.argv[2], arcname='vouch_sample-0.1.0')")
+        .arg(&sdist)
+        .arg(&src)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let out = dir.path().join("out");
+    let r = run(vouch()
+        .arg("build")
+        .arg("--source")
+        .arg(&sdist)
+        .arg("--out")
+        .arg(&out));
+    assert_eq!(r.code, 3, "{}", r.stderr);
+    assert!(
+        r.stderr.contains(
+            "members \"vouch_sample-0.1.0/src/vouch_sample/Util.py\" and \"vouch_sample-0.1.0/src/vouch_sample/util.py\" collide: names that differ only in case"
+        ),
+        "{}",
+        r.stderr
+    );
+    assert!(!out.exists(), "nothing built");
+}

@@ -3,6 +3,7 @@
 mod common;
 
 use std::path::Path;
+use std::process::Command;
 
 use common::*;
 
@@ -280,7 +281,7 @@ fn rejects_duplicate_names() {
     let script = format!(
         "import zipfile,sys,warnings\nwarnings.simplefilter('ignore')\nz=zipfile.ZipFile(sys.argv[1],'w')\nz.writestr('demo/__init__.py','a')\nz.writestr('demo/__init__.py','b')\nz.writestr('demo-1.0.dist-info/RECORD',{record:?})\nz.close()"
     );
-    let st = std::process::Command::new("python3")
+    let st = Command::new("python3")
         .arg("-c")
         .arg(script)
         .arg(&w)
@@ -472,4 +473,256 @@ fn artifact_names_render_parse_and_reject() {
     error: parsing artifact name "cupy-cuda13x-py3.12-linux-64-pr123-abc1234"
       caused by: commit "abc1234" is not a full 40-hex lowercase SHA (expected e.g. 0123456789abcdef0123456789abcdef01234567)
     "#);
+}
+
+/// Deterministic bytes for members too big to spell out: text-like, so that deflate has work.
+fn lcg_text(len: usize, seed: u64) -> Vec<u8> {
+    let words: [&[u8]; 8] = [
+        b"import ", b"numpy ", b"def ", b"return ", b"self", b"\n    ", b"cupy.", b"0x7f3a",
+    ];
+    let mut out = Vec::with_capacity(len + 16);
+    let mut x = seed;
+    while out.len() < len {
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let w = words[(x >> 61) as usize];
+        out.extend_from_slice(w);
+        if x >> 58 & 7 == 0 {
+            out.extend_from_slice(&x.to_le_bytes()[..(x >> 40 & 7) as usize]);
+        }
+    }
+    out.truncate(len);
+    out
+}
+
+/// Issue 12, item 8: members are streamed, not compressed from memory, and the output must not
+/// change by a byte. The digest was produced by the in-memory implementation (commit 474b7ae);
+/// the 45 MB member is larger than the spool's look-ahead, so the streaming path is the one
+/// tested, and the zeros member reaches deflate's best ratio.
+#[test]
+fn issue12_normalize_output_bytes_unchanged_by_streaming() {
+    let dir = tempdir();
+    let big = lcg_text(45 << 20, 1);
+    let medium = lcg_text(3 << 20, 2);
+    let zeros = vec![0u8; 50 << 20];
+    let mut mixed = vec![0u8; 41 << 20];
+    mixed.extend_from_slice(&lcg_text(2 << 20, 3));
+    let wheel = write_valid_wheel(
+        dir.path(),
+        &[
+            entry("demo/big.txt", &big),
+            entry("demo/medium.py", &medium),
+            entry("demo/zeros.bin", &zeros),
+            entry("demo/mixed.bin", &mixed),
+            entry("demo/caf\u{e9}.py", b"x = 1\n"),
+            Entry {
+                name: "demo/tool.sh",
+                data: b"#!/bin/sh\necho hi\n",
+                mode: 0o755,
+            },
+            entry("demo/empty.py", b""),
+        ],
+    );
+    let out = dir.path().join("out");
+    let r = run(vouch()
+        .arg("normalize")
+        .arg(&wheel)
+        .arg("--out")
+        .arg(&out)
+        .env("SOURCE_DATE_EPOCH", "1700000000"));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(
+        sha256_file(&out.join(DEMO_WHEEL)),
+        "ed1289f89823647d7097cd842a0a69b77eecd2d7374687dbc22f48d9ccf1ea27",
+        "normalize's output changed"
+    );
+}
+
+/// Writes `demo-1.0` with `count` members of `size` zeros each: a few MB on disk that inflate
+/// to `count * size` bytes.
+fn write_zero_bomb(dir: &Path, count: usize, size: usize) -> std::path::PathBuf {
+    use sha2::Digest as _;
+    use std::io::Write as _;
+    let chunk = vec![0u8; 1 << 20];
+    let mut hasher = sha2::Sha256::new();
+    for _ in 0..size / chunk.len() {
+        hasher.update(&chunk);
+    }
+    let digest = base64::Engine::encode(
+        &base64::engine::general_purpose::URL_SAFE_NO_PAD,
+        hasher.finalize(),
+    );
+    // Compress the zeros once, then copy the compressed member under each name.
+    let one = dir.join("one.zip");
+    let mut w = zip::ZipWriter::new(std::fs::File::create(&one).unwrap());
+    let opts = zip::write::SimpleFileOptions::default()
+        .compression_method(zip::CompressionMethod::Deflated)
+        .compression_level(Some(9));
+    w.start_file("zeros", opts).unwrap();
+    for _ in 0..size / chunk.len() {
+        w.write_all(&chunk).unwrap();
+    }
+    w.finish().unwrap();
+    let mut src = zip::ZipArchive::new(std::fs::File::open(&one).unwrap()).unwrap();
+    let path = dir.join(DEMO_WHEEL);
+    let mut w = zip::ZipWriter::new(std::fs::File::create(&path).unwrap());
+    let mut record = String::new();
+    for i in 0..count {
+        let name = format!("demo/zeros{i}.bin");
+        w.raw_copy_file_rename(src.by_index_raw(0).unwrap(), &name)
+            .unwrap();
+        record.push_str(&format!("{name},sha256={digest},{size}\n"));
+    }
+    let meta = b"Metadata-Version: 2.1\nName: demo\nVersion: 1.0\n";
+    w.start_file("demo-1.0.dist-info/METADATA", opts).unwrap();
+    w.write_all(meta).unwrap();
+    record.push_str(&format!(
+        "demo-1.0.dist-info/METADATA,{},{}\n",
+        record_hash(meta),
+        meta.len()
+    ));
+    record.push_str("demo-1.0.dist-info/RECORD,,\n");
+    w.start_file("demo-1.0.dist-info/RECORD", opts).unwrap();
+    w.write_all(record.as_bytes()).unwrap();
+    w.finish().unwrap();
+    std::fs::remove_file(one).unwrap();
+    path
+}
+
+/// Issue 12, item 8: a 2 MB wheel that inflates to 2 GiB once drove `normalize` to 2.1 GB of
+/// resident memory. Measured on the real binary with `/usr/bin/time -v`.
+#[test]
+fn issue12_normalize_max_rss_under_256mb_on_a_high_ratio_wheel() {
+    let time = Path::new("/usr/bin/time");
+    assert!(
+        time.exists(),
+        "/usr/bin/time is missing (Debian package `time`); this test measures with it"
+    );
+    let dir = tempdir();
+    let wheel = write_zero_bomb(dir.path(), 4, 512 << 20);
+    let on_disk = std::fs::metadata(&wheel).unwrap().len();
+    assert!(on_disk < 4 << 20, "the bomb is {on_disk} bytes");
+    let out = dir.path().join("out");
+    let r = run(Command::new(time)
+        .arg("-v")
+        .arg(env!("CARGO_BIN_EXE_vouch"))
+        .arg("normalize")
+        .arg(&wheel)
+        .arg("--out")
+        .arg(&out)
+        .env("VOUCH_CACHE_DIR", cache_dir()));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let kb: u64 = r
+        .stderr
+        .lines()
+        .find_map(|l| {
+            l.trim()
+                .strip_prefix("Maximum resident set size (kbytes): ")
+        })
+        .unwrap_or_else(|| panic!("no max RSS in /usr/bin/time's report:\n{}", r.stderr))
+        .parse()
+        .unwrap();
+    assert!(
+        kb < 256 * 1024,
+        "normalize of a {on_disk}-byte wheel inflating to 2 GiB peaked at {kb} KiB of RSS; the limit is 256 MiB"
+    );
+    // And it did the whole job: every member is there, whole.
+    let mut z = zip::ZipArchive::new(std::fs::File::open(out.join(DEMO_WHEEL)).unwrap()).unwrap();
+    assert_eq!(z.len(), 6);
+    assert_eq!(z.by_name("demo/zeros3.bin").unwrap().size(), 512 << 20);
+}
+
+/// Sets the CRC-32 of `member` to a wrong value in both its local and its central header, so
+/// that the headers agree with each other and only the data can tell.
+fn corrupt_crc(wheel: &Path, member: &str) {
+    let (local, central) = {
+        let mut z = zip::ZipArchive::new(std::fs::File::open(wheel).unwrap()).unwrap();
+        let f = z.by_name(member).unwrap();
+        (f.header_start() as usize, f.central_header_start() as usize)
+    };
+    let mut bytes = std::fs::read(wheel).unwrap();
+    for at in [local + 14, central + 16] {
+        for b in &mut bytes[at..at + 4] {
+            *b ^= 0x5a;
+        }
+    }
+    std::fs::write(wheel, bytes).unwrap();
+}
+
+/// Issue 12, item 9: the README says CRCs are checked; they were not (the declared-size bound
+/// stopped the zip reader before the end of each stream, where it checks).
+#[test]
+fn issue12_rejects_a_member_whose_crc_does_not_match() {
+    let dir = tempdir();
+    let w = write_valid_wheel(dir.path(), &[entry("demo/__init__.py", b"print('hi')\n")]);
+    corrupt_crc(&w, "demo/__init__.py");
+    insta::assert_snapshot!(reject(&w), @r#"
+    error: normalizing "[DIR0]/demo-1.0-py3-none-any.whl"
+      caused by: "[DIR0]/demo-1.0-py3-none-any.whl": member "demo/__init__.py" fails its CRC-32 check: the archive records a2c4fcf5, the data has f89ea6af
+    "#);
+    // diff reads through the same reader.
+    let r = run(vouch().arg("diff").arg(&w).arg(&w));
+    assert_eq!(r.code, 3, "{}", r.stderr);
+    assert!(r.stderr.contains("fails its CRC-32 check"), "{}", r.stderr);
+}
+
+/// Normalizes a valid wheel holding `names` (RECORD lists them truthfully) and expects it
+/// refused.
+fn reject_names(names: &[&str]) -> String {
+    let dir = tempdir();
+    let entries: Vec<Entry<'_>> = names.iter().map(|n| entry(n, n.as_bytes())).collect();
+    let w = write_valid_wheel(dir.path(), &entries);
+    reject(&w)
+}
+
+/// Issue 12, item 10: names that collide or cannot be created on Windows or macOS.
+#[test]
+fn issue12_rejects_names_other_platforms_cannot_hold() {
+    insta::assert_snapshot!(reject_names(&["demo/A.py", "demo/a.py"]), @r#"
+    error: normalizing "[DIR0]/demo-1.0-py3-none-any.whl"
+      caused by: "[DIR0]/demo-1.0-py3-none-any.whl": members "demo/A.py" and "demo/a.py" collide: names that differ only in case, one path on Windows and macOS
+    "#);
+    insta::assert_snapshot!(reject_names(&["demo/caf\u{e9}.py", "demo/cafe\u{301}.py"]), @r#"
+    error: normalizing "[DIR0]/demo-1.0-py3-none-any.whl"
+      caused by: "[DIR0]/demo-1.0-py3-none-any.whl": members "demo/café.py" and "demo/cafe\u{301}.py" collide: names that differ only in Unicode normalization (NFC/NFD), one path on Windows and macOS
+    "#);
+    insta::assert_snapshot!(reject_names(&["demo/con.py"]), @r#"
+    error: normalizing "[DIR0]/demo-1.0-py3-none-any.whl"
+      caused by: "[DIR0]/demo-1.0-py3-none-any.whl": member "demo/con.py" cannot be unpacked under that name on Windows or macOS: component "con.py" is the Windows device name CON, reserved with any extension and in any case
+    "#);
+    insta::assert_snapshot!(reject_names(&["demo/x.py."]), @r#"
+    error: normalizing "[DIR0]/demo-1.0-py3-none-any.whl"
+      caused by: "[DIR0]/demo-1.0-py3-none-any.whl": member "demo/x.py." cannot be unpacked under that name on Windows or macOS: component "x.py." ends with a dot or a space, which Windows strips from file names
+    "#);
+    insta::assert_snapshot!(reject_names(&["demo/a:b.py"]), @r#"
+    error: normalizing "[DIR0]/demo-1.0-py3-none-any.whl"
+      caused by: "[DIR0]/demo-1.0-py3-none-any.whl": member "demo/a:b.py" cannot be unpacked under that name on Windows or macOS: component "a:b.py" contains ':', which is not allowed in Windows file names (none of < > : " | ? * \)
+    "#);
+    for (names, want) in [
+        (
+            &["demo/Sub/x.py", "demo/sub/y.py"][..],
+            "differ only in case",
+        ),
+        (&["demo/x.py", "demo/X.PY"][..], "differ only in case"),
+        (&["demo/NUL"][..], "Windows device name NUL"),
+        (&["demo/Aux.tar.gz"][..], "Windows device name AUX"),
+        (&["demo/prn/x.py"][..], "Windows device name PRN"),
+        (&["demo/com1.py"][..], "Windows device name COM1"),
+        (&["demo/LPT9.h"][..], "Windows device name LPT9"),
+        (&["demo/x "][..], "ends with a dot or a space"),
+        (&["demo /x.py"][..], "ends with a dot or a space"),
+        (&["demo/a\tb.py"][..], "control character '\\t'"),
+        (&["demo/a\u{1f}b.py"][..], "control character"),
+        (&["demo/a\u{7f}b.py"][..], "control character"),
+        (&["demo/a<b.py"][..], "contains '<'"),
+        (&["demo/a>b.py"][..], "contains '>'"),
+        (&["demo/a\"b.py"][..], "contains '\"'"),
+        (&["demo/a|b.py"][..], "contains '|'"),
+        (&["demo/a?b.py"][..], "contains '?'"),
+        (&["demo/a*b.py"][..], "contains '*'"),
+    ] {
+        let err = reject_names(names);
+        assert!(err.contains(want), "{names:?}: {err}");
+    }
 }

@@ -1,5 +1,7 @@
 use std::path::{Component, Path, PathBuf};
 
+use vouch_core::portable_path;
+
 use crate::{BuildError, SourcePatch};
 
 /// Directories that are build output or VCS state, never source.
@@ -70,6 +72,8 @@ pub fn unpack_sdist(sdist: &Path, dest: &Path) -> Result<(PathBuf, u64), BuildEr
     }
     let mut tar = tar::Archive::new(flate2::read::GzDecoder::new(std::io::BufReader::new(file)));
     let mut top: Option<String> = None;
+    // Every name unpacked, for the collision check once all are known.
+    let mut names: Vec<(String, bool)> = Vec::new();
     let mut newest = 0u64;
     let entries = tar
         .entries()
@@ -119,6 +123,26 @@ pub fn unpack_sdist(sdist: &Path, dest: &Path) -> Result<(PathBuf, u64), BuildEr
                 "member {shown:?} is a {kind:?}; only files and directories are accepted"
             )));
         }
+        // The names as a Windows or macOS builder would unpack them: one that cannot be
+        // created there, or two that its file system folds into one, would build another tree
+        // than the one whose inputs were digested here.
+        let parts =
+            path.components()
+                .filter_map(|c| match c {
+                    Component::Normal(part) => Some(part.to_str().ok_or_else(|| {
+                        bad(format!("member {shown:?} has a name that is not UTF-8"))
+                    })),
+                    _ => None,
+                })
+                .collect::<Result<Vec<&str>, _>>()?;
+        for part in &parts {
+            portable_path::check_component(part).map_err(|rule| {
+                bad(format!(
+                    "member {shown:?} cannot be unpacked under that name on Windows or macOS: {rule}"
+                ))
+            })?;
+        }
+        names.push((parts.join("/"), kind.is_dir()));
         newest = newest.max(entry.header().mtime().unwrap_or(0));
         let out = dest.join(&path);
         if let Some(parent) = out.parent() {
@@ -132,6 +156,10 @@ pub fn unpack_sdist(sdist: &Path, dest: &Path) -> Result<(PathBuf, u64), BuildEr
             source: e,
         })?;
     }
+    // Checked once all names are known: a collision can only have overwritten a file in
+    // `dest`, the caller's private directory, which the error makes it discard.
+    portable_path::find_collision(names.iter().map(|(n, dir)| (n.as_str(), *dir)))
+        .map_err(|collision| bad(format!("members {collision}")))?;
     let top = top.ok_or_else(|| bad("empty archive".to_owned()))?;
     Ok((dest.join(top), newest))
 }
@@ -174,4 +202,114 @@ pub fn apply_patch(tree: &Path, patch: &SourcePatch) -> Result<(), BuildError> {
         })?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A `.tar.gz` whose members are files named `names` (a trailing `/` makes a directory).
+    fn sdist(dir: &Path, names: &[&str]) -> PathBuf {
+        let path = dir.join("demo-1.0.tar.gz");
+        let gz = flate2::write::GzEncoder::new(
+            std::fs::File::create(&path).unwrap(),
+            flate2::Compression::default(),
+        );
+        let mut tar = tar::Builder::new(gz);
+        for name in names {
+            let mut header = tar::Header::new_gnu();
+            let is_dir = name.ends_with('/');
+            header.set_entry_type(if is_dir {
+                tar::EntryType::Directory
+            } else {
+                tar::EntryType::Regular
+            });
+            header.set_mode(0o644);
+            header.set_size(if is_dir { 0 } else { name.len() as u64 });
+            // Set the raw name bytes: `append_data` would refuse some of these names itself.
+            let raw = &mut header.as_old_mut().name;
+            raw[..name.len()].copy_from_slice(name.as_bytes());
+            header.set_cksum();
+            let data: &[u8] = if is_dir { b"" } else { name.as_bytes() };
+            tar.append(&header, data).unwrap();
+        }
+        tar.into_inner().unwrap().finish().unwrap();
+        path
+    }
+
+    fn unpack(tmp: &Path, names: &[&str]) -> Result<(PathBuf, u64), BuildError> {
+        let sdist = sdist(tmp, names);
+        let dest = tmp.join("x");
+        std::fs::create_dir(&dest).unwrap();
+        unpack_sdist(&sdist, &dest)
+    }
+
+    #[test]
+    fn issue12_refuses_names_other_platforms_cannot_hold() {
+        for (names, want) in [
+            (
+                &["demo-1.0/pkg/A.py", "demo-1.0/pkg/a.py"][..],
+                "\"demo-1.0/pkg/A.py\" and \"demo-1.0/pkg/a.py\" collide: names that differ only in case",
+            ),
+            (
+                &["demo-1.0/Pkg/", "demo-1.0/pkg/x.py"][..],
+                "\"demo-1.0/Pkg\" and \"demo-1.0/pkg\" collide: names that differ only in case",
+            ),
+            (
+                &["demo-1.0/caf\u{e9}.py", "demo-1.0/cafe\u{301}.py"][..],
+                "differ only in Unicode normalization (NFC/NFD)",
+            ),
+            (
+                &["demo-1.0/x.py", "demo-1.0/x.py"][..],
+                "collide: the same name twice",
+            ),
+            (
+                &["demo-1.0/aux.py"][..],
+                "\"demo-1.0/aux.py\" cannot be unpacked under that name on Windows or macOS: component \"aux.py\" is the Windows device name AUX",
+            ),
+            (&["demo-1.0/PRN"][..], "Windows device name PRN"),
+            (&["demo-1.0/con/x.py"][..], "Windows device name CON"),
+            (&["demo-1.0/com7.h"][..], "Windows device name COM7"),
+            (&["demo-1.0/Lpt1.c"][..], "Windows device name LPT1"),
+            (&["demo-1.0/x."][..], "ends with a dot or a space"),
+            (&["demo-1.0/x /y.py"][..], "ends with a dot or a space"),
+            (&["demo-1.0/a:b.py"][..], "contains ':'"),
+            (&["demo-1.0/a\nb.py"][..], "control character '\\n'"),
+            (&["demo-1.0/a\u{7f}b.py"][..], "control character"),
+            (&["demo-1.0/a<b"][..], "contains '<'"),
+            (&["demo-1.0/a>b"][..], "contains '>'"),
+            (&["demo-1.0/a\"b"][..], "contains '\"'"),
+            (&["demo-1.0/a|b"][..], "contains '|'"),
+            (&["demo-1.0/a?b"][..], "contains '?'"),
+            (&["demo-1.0/a*b"][..], "contains '*'"),
+            (&["demo-1.0/a\\b.py"][..], "contains '\\\\'"),
+        ] {
+            let tmp = tempfile::tempdir().unwrap();
+            let err = unpack(tmp.path(), names).unwrap_err();
+            let BuildError::Sdist { message, .. } = &err else {
+                panic!("{names:?}: {err:?}");
+            };
+            assert!(message.contains(want), "{names:?}: {message}");
+        }
+    }
+
+    #[test]
+    fn issue12_portable_sdist_unpacks() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (root, _) = unpack(
+            tmp.path(),
+            &[
+                "demo-1.0/",
+                "demo-1.0/pkg/",
+                "demo-1.0/pkg/__init__.py",
+                "demo-1.0/pkg/a.py",
+                "demo-1.0/pkg/b.py",
+                "demo-1.0/caf\u{e9}.txt",
+                "demo-1.0/console.py",
+            ],
+        )
+        .unwrap();
+        assert!(root.join("pkg/a.py").is_file());
+        assert!(root.join("caf\u{e9}.txt").is_file());
+    }
 }

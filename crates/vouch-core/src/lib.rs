@@ -3,6 +3,7 @@
 mod artifact;
 mod digest;
 pub mod redact;
+pub mod portable_path;
 
 pub use artifact::{ArtifactName, NameError, Platform, PythonVersion};
 pub use digest::{DigestError, Sha256Digest, Sha256Hasher};

@@ -80,6 +80,20 @@ impl Write for Output {
     }
 }
 
+/// Seeking lets a writer patch what it wrote earlier (a zip's local headers); reading lets the
+/// caller hash the finished bytes before they appear at `dest`.
+impl io::Seek for Output {
+    fn seek(&mut self, pos: io::SeekFrom) -> io::Result<u64> {
+        self.tmp.seek(pos)
+    }
+}
+
+impl io::Read for Output {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.tmp.read(buf)
+    }
+}
+
 /// Writes `data` to `dest` atomically with the given mode.
 pub fn write_atomically(dest: &Path, data: &[u8], mode: Mode) -> io::Result<()> {
     let mut out = Output::create(dest, mode)?;
@@ -98,6 +112,24 @@ pub fn copy_atomically(from: &Path, dest: &Path, mode: Mode) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn issue12_output_can_patch_and_read_back_before_commit() {
+        use std::io::{Read as _, Seek as _, SeekFrom};
+        let dir = tempfile::tempdir().unwrap();
+        let dest = dir.path().join("out.whl");
+        let mut out = Output::create(&dest, Mode::Public).unwrap();
+        out.write_all(b"header:0 data").unwrap();
+        out.seek(SeekFrom::Start(7)).unwrap();
+        out.write_all(b"1").unwrap();
+        out.seek(SeekFrom::Start(0)).unwrap();
+        let mut back = String::new();
+        out.read_to_string(&mut back).unwrap();
+        assert_eq!(back, "header:1 data");
+        assert!(!dest.exists(), "nothing at the destination before commit");
+        out.commit().unwrap();
+        assert_eq!(std::fs::read(&dest).unwrap(), b"header:1 data");
+    }
 
     #[test]
     fn never_follows_a_planted_link_and_sets_the_mode() {

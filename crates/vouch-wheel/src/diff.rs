@@ -94,7 +94,7 @@ pub fn diff_wheels(a: &Path, b: &Path) -> Result<WheelDiff, WheelError> {
     let order_a: Vec<&str> = a.members.iter().map(|m| m.name.as_str()).collect();
     let order_b: Vec<&str> = b.members.iter().map(|m| m.name.as_str()).collect();
     let mut diff = WheelDiff {
-        identical: a.bytes == b.bytes,
+        identical: a.sha256 == b.sha256 && a.size == b.size,
         sha256: [a.sha256(), b.sha256()],
         only_in_a,
         only_in_b,

@@ -39,6 +39,40 @@ pub enum WheelError {
         member: String,
         reason: &'static str,
     },
+    #[error(
+        "{path:?}: member {member:?} cannot be unpacked under that name on Windows or macOS: {rule}"
+    )]
+    NonPortableName {
+        path: PathBuf,
+        member: String,
+        rule: vouch_core::portable_path::PortableNameError,
+    },
+    #[error("{path:?}: members {collision}")]
+    NameCollision {
+        path: PathBuf,
+        collision: vouch_core::portable_path::Collision,
+    },
+    #[error(
+        "{path:?}: member {member:?} fails its CRC-32 check: the archive records {expected:08x}, the data has {found:08x}"
+    )]
+    CrcMismatch {
+        path: PathBuf,
+        member: String,
+        expected: u32,
+        found: u32,
+    },
+    #[error("{path:?} declares a central directory of {size} bytes, over the limit of {limit}")]
+    DirectoryTooLarge {
+        path: PathBuf,
+        size: u64,
+        limit: u64,
+    },
+    #[error("{path:?} declares {count} entries, over the limit of {limit}")]
+    TooManyMembers {
+        path: PathBuf,
+        count: u64,
+        limit: usize,
+    },
     #[error("{path:?}: member {member:?} appears more than once")]
     DuplicateMember { path: PathBuf, member: String },
     #[error("{path:?}: member {member:?} is a {kind}; a wheel may only hold regular files")]

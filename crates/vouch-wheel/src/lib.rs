@@ -15,6 +15,9 @@ pub use filename::{WheelFilename, WheelTag};
 pub use normalize::{
     DEFAULT_EPOCH, DEFLATE_LEVEL, NormalizeOptions, NormalizeReport, normalize_wheel,
 };
-pub use reader::{Archive, MAX_MEMBER_SIZE, Member, WheelContents, read_archive, read_wheel};
+pub use reader::{
+    Archive, MAX_DIRECTORY_SIZE, MAX_MEMBER_SIZE, MAX_MEMBERS, MAX_RECORD_SIZE, MAX_TOTAL_SIZE,
+    Member, WheelContents, read_archive, read_wheel,
+};
 pub use record::{Record, RecordEntry, record_hash};
 pub use time::DosTime;

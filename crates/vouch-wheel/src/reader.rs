@@ -1,12 +1,20 @@
 //! Reading wheels. [`read_wheel`] is strict: it refuses anything a careful installer would
 //! refuse, and names the member at fault.
+//!
+//! Members are streamed, never held whole: each is inflated a buffer at a time, hashed,
+//! CRC-checked and handed to a [`Sink`] (normalize's spools its recompressed copy to a temp
+//! file). Memory therefore stays bounded by the number of workers, not by what the archive
+//! declares or how well it compresses.
 
 use std::collections::{HashMap, HashSet};
-use std::io::{Cursor, Read};
+use std::fs::File;
+use std::io::{self, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-use rayon::prelude::*;
 use sha2::{Digest as _, Sha256};
+use vouch_core::portable_path;
 use zip::ZipArchive;
 use zip::read::ZipReadOptions;
 
@@ -16,16 +24,36 @@ use crate::{DosTime, Record, WheelError, WheelFilename, record_hash};
 /// shared objects are a few hundred MB.
 pub const MAX_MEMBER_SIZE: u64 = 4 << 30;
 
-/// All members together, uncompressed: a wheel is read into memory, so a bomb of many
-/// maximal members must stop before it is inflated.
+/// All members together, uncompressed. Memory no longer depends on it (members are streamed);
+/// it bounds the CPU time and temp space a small, highly compressed bomb can cost.
 pub const MAX_TOTAL_SIZE: u64 = 8 << 30;
 
-/// One regular file of a wheel, decompressed.
+/// RECORD is the one member parsed in memory. CuPy's is a few hundred KB.
+pub const MAX_RECORD_SIZE: u64 = 16 << 20;
+
+/// Entries in one archive: as many as a zip holds without ZIP64. The zip reader, the temp
+/// zips and the output each keep a few hundred bytes per entry, so millions of empty members
+/// would cost memory no wheel needs; CuPy's wheels hold about 1,500.
+pub const MAX_MEMBERS: usize = 65_535;
+
+/// The central directory, which the zip reader holds in memory with its names and extra
+/// fields, and whose names normalize copies a few times over. 65,535 members with 80-byte
+/// names need 8 MB.
+pub const MAX_DIRECTORY_SIZE: u64 = 8 << 20;
+
+/// How much of a member a worker inflates at a time.
+const CHUNK: usize = 256 << 10;
+
+/// One regular file of a wheel, as read: its digests and metadata (the data itself went to the
+/// reader's sink, not into memory).
 #[derive(Clone, Debug)]
 pub struct Member {
     pub name: String,
-    pub data: Vec<u8>,
+    /// Uncompressed size in bytes.
+    pub size: u64,
     pub sha256: [u8; 32],
+    /// CRC-32 of the uncompressed data, checked against the archive's.
+    pub crc32: u32,
     /// Unix permission bits, when the archive records them.
     pub unix_mode: Option<u32>,
     pub modified: Option<DosTime>,
@@ -45,7 +73,8 @@ pub struct WheelContents {
     /// `name-version.dist-info`, as spelled inside the archive.
     pub dist_info: String,
     /// The wheel file as read.
-    pub bytes: Vec<u8>,
+    pub sha256: vouch_core::Sha256Digest,
+    pub size: u64,
     /// Regular files in archive order; directory entries are dropped.
     pub members: Vec<Member>,
 }
@@ -85,11 +114,54 @@ fn unsafe_reason(name: &str) -> Option<&'static str> {
     None
 }
 
+/// A file read at explicit offsets, so every worker's clone of the archive reads on its own
+/// position without reopening the path (which could name another file by then).
+#[derive(Clone, Debug)]
+struct SharedFile {
+    file: Arc<File>,
+    len: u64,
+    pos: u64,
+}
+
+impl SharedFile {
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+        #[cfg(unix)]
+        return std::os::unix::fs::FileExt::read_at(&*self.file, buf, offset);
+        #[cfg(windows)]
+        return std::os::windows::fs::FileExt::seek_read(&*self.file, buf, offset);
+    }
+}
+
+impl Read for SharedFile {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.read_at(buf, self.pos)?;
+        self.pos += n as u64;
+        Ok(n)
+    }
+}
+
+impl Seek for SharedFile {
+    fn seek(&mut self, to: SeekFrom) -> io::Result<u64> {
+        let target = match to {
+            SeekFrom::Start(n) => Some(n),
+            SeekFrom::Current(d) => self.pos.checked_add_signed(d),
+            SeekFrom::End(d) => self.len.checked_add_signed(d),
+        };
+        self.pos = target.ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "seek before the start of the file",
+            )
+        })?;
+        Ok(self.pos)
+    }
+}
+
 /// The names in the central directory, duplicates included. The zip crate folds duplicates into
 /// one index entry, so to name the duplicate we walk the directory records ourselves.
-fn raw_central_names(bytes: &[u8], start: u64) -> Vec<Vec<u8>> {
+fn raw_central_names(bytes: &[u8]) -> Vec<Vec<u8>> {
     let mut out = Vec::new();
-    let mut pos = start as usize;
+    let mut pos = 0;
     while pos + 46 <= bytes.len() && bytes[pos..pos + 4] == [0x50, 0x4b, 0x01, 0x02] {
         let u16_at =
             |o: usize| usize::from(u16::from_le_bytes([bytes[pos + o], bytes[pos + o + 1]]));
@@ -103,17 +175,116 @@ fn raw_central_names(bytes: &[u8], start: u64) -> Vec<Vec<u8>> {
     out
 }
 
-fn open_archive<'a>(
-    path: &Path,
-    bytes: &'a [u8],
-) -> Result<ZipArchive<Cursor<&'a [u8]>>, WheelError> {
-    let archive = ZipArchive::new(Cursor::new(bytes)).map_err(|source| WheelError::BadZip {
+/// What the end-of-central-directory record declares: the number of entries and the size of
+/// the central directory, read before the zip crate parses (and allocates for) every entry.
+/// `None` when the record is not where a plain zip has it; the zip crate then says what is
+/// wrong.
+fn declared_directory(file: &SharedFile) -> io::Result<Option<(u64, u64)>> {
+    const EOCD: [u8; 4] = [0x50, 0x4b, 0x05, 0x06];
+    const ZIP64_LOCATOR: [u8; 4] = [0x50, 0x4b, 0x06, 0x07];
+    const ZIP64_EOCD: [u8; 4] = [0x50, 0x4b, 0x06, 0x06];
+    let u64_at = |b: &[u8], o: usize| u64::from_le_bytes(b[o..o + 8].try_into().expect("8 bytes"));
+    // The record is 22 bytes plus a comment of at most 64 KiB.
+    let tail_len = file.len.min(22 + 0xffff);
+    let mut tail = vec![0; tail_len as usize];
+    read_exact_at(file, &mut tail, file.len - tail_len)?;
+    let Some(at) = (0..tail.len().saturating_sub(21))
+        .rev()
+        .find(|&i| tail[i..i + 4] == EOCD)
+    else {
+        return Ok(None);
+    };
+    let entries = u16::from_le_bytes([tail[at + 10], tail[at + 11]]);
+    let size = u32::from_le_bytes(tail[at + 12..at + 16].try_into().expect("4 bytes"));
+    if entries != u16::MAX && size != u32::MAX {
+        return Ok(Some((u64::from(entries), u64::from(size))));
+    }
+    // ZIP64: the locator sits just before the record and points at the ZIP64 record.
+    let eocd_offset = file.len - tail_len + at as u64;
+    let Some(locator_offset) = eocd_offset.checked_sub(20) else {
+        return Ok(None);
+    };
+    let mut locator = [0u8; 20];
+    read_exact_at(file, &mut locator, locator_offset)?;
+    if locator[..4] != ZIP64_LOCATOR {
+        return Ok(None);
+    }
+    let record_offset = u64_at(&locator, 8);
+    if record_offset
+        .checked_add(56)
+        .is_none_or(|end| end > file.len)
+    {
+        return Ok(None);
+    }
+    let mut record = [0u8; 56];
+    read_exact_at(file, &mut record, record_offset)?;
+    if record[..4] != ZIP64_EOCD {
+        return Ok(None);
+    }
+    Ok(Some((u64_at(&record, 32), u64_at(&record, 40))))
+}
+
+fn read_exact_at(file: &SharedFile, mut buf: &mut [u8], mut offset: u64) -> io::Result<()> {
+    while !buf.is_empty() {
+        match file.read_at(buf, offset) {
+            Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
+            Ok(n) => {
+                buf = &mut buf[n..];
+                offset += n as u64;
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+fn open_archive(path: &Path) -> Result<(SharedFile, ZipArchive<SharedFile>), WheelError> {
+    let read_err = |source| WheelError::Read {
+        path: path.to_owned(),
+        source,
+    };
+    let file = File::open(path).map_err(read_err)?;
+    let len = file.metadata().map_err(read_err)?.len();
+    let shared = SharedFile {
+        file: Arc::new(file),
+        len,
+        pos: 0,
+    };
+    if let Some((entries, size)) = declared_directory(&shared).map_err(read_err)? {
+        if entries > MAX_MEMBERS as u64 {
+            return Err(WheelError::TooManyMembers {
+                path: path.to_owned(),
+                count: entries,
+                limit: MAX_MEMBERS,
+            });
+        }
+        if size > MAX_DIRECTORY_SIZE {
+            return Err(WheelError::DirectoryTooLarge {
+                path: path.to_owned(),
+                size,
+                limit: MAX_DIRECTORY_SIZE,
+            });
+        }
+    }
+    let archive = ZipArchive::new(shared.clone()).map_err(|source| WheelError::BadZip {
         path: path.to_owned(),
         source,
     })?;
+    if archive.len() > MAX_MEMBERS {
+        return Err(WheelError::TooManyMembers {
+            path: path.to_owned(),
+            count: archive.len() as u64,
+            limit: MAX_MEMBERS,
+        });
+    }
     if archive.has_duplicate_names() {
+        // Only on this error path is the central directory read again, to name the duplicate.
+        let start = archive.central_directory_start();
+        let mut dir = vec![0; shared.len.saturating_sub(start) as usize];
+        read_exact_at(&shared, &mut dir, start).map_err(read_err)?;
         let mut seen = HashSet::new();
-        let dup = raw_central_names(bytes, archive.central_directory_start())
+        let dup = raw_central_names(&dir)
             .into_iter()
             .find(|n| !seen.insert(n.clone()))
             .map(|n| String::from_utf8_lossy(&n).into_owned())
@@ -123,176 +294,391 @@ fn open_archive<'a>(
             member: dup,
         });
     }
-    Ok(archive)
+    Ok((shared, archive))
 }
 
-/// A zip's bytes and its regular files.
+/// Where a reader worker sends the members it inflates: each regular file is announced with
+/// [`Sink::start`], then its data follows in order through [`Sink::write`].
+/// [`Sink::end`] marks the end of its data.
+pub(crate) trait Sink: Send {
+    /// How many workers may inflate at once into sinks of this kind. Memory, not cores,
+    /// bounds it for a sink that buffers.
+    const WORKERS: usize;
+    fn start(&mut self, name: &str, executable: bool, size: u64) -> Result<(), WheelError>;
+    fn write(&mut self, data: &[u8]) -> Result<(), WheelError>;
+    fn end(&mut self) -> Result<(), WheelError>;
+}
+
+/// Reading only to check and hash: a worker needs about 1 MB.
+impl Sink for () {
+    const WORKERS: usize = 8;
+    fn start(&mut self, _: &str, _: bool, _: u64) -> Result<(), WheelError> {
+        Ok(())
+    }
+    fn write(&mut self, _: &[u8]) -> Result<(), WheelError> {
+        Ok(())
+    }
+    fn end(&mut self) -> Result<(), WheelError> {
+        Ok(())
+    }
+}
+
+/// What [`stream_archive`] found.
+pub(crate) struct Streamed<S> {
+    pub sha256: vouch_core::Sha256Digest,
+    pub size: u64,
+    /// Regular files in archive order.
+    pub members: Vec<Member>,
+    /// The data of the members `keep` asked for (RECORD), by name.
+    pub kept: HashMap<String, Vec<u8>>,
+    /// One sink per worker.
+    pub sinks: Vec<S>,
+    /// For each member of `members`: which sink got it, and how many members that sink had
+    /// been given before it.
+    pub placement: Vec<(usize, usize)>,
+}
+
+/// A zip's digest and its regular files.
 #[derive(Debug)]
 pub struct Archive {
-    pub bytes: Vec<u8>,
+    pub sha256: vouch_core::Sha256Digest,
+    pub size: u64,
     pub members: Vec<Member>,
 }
 
 impl Archive {
     pub fn sha256(&self) -> vouch_core::Sha256Digest {
-        vouch_core::Sha256Digest::of(&self.bytes)
+        self.sha256
     }
 }
 
 /// Reads every regular file of a zip, in archive order, decompressing on all cores. Checks
 /// names, entry kinds, sizes and CRCs, but nothing wheel-specific.
 pub fn read_archive(path: &Path) -> Result<Archive, WheelError> {
-    read_archive_with(path, &|_| Ok(())).map(|(archive, _)| archive)
+    let s = stream_archive(path, &|_| false, &|| Ok(()))?;
+    Ok(Archive {
+        sha256: s.sha256,
+        size: s.size,
+        members: s.members,
+    })
 }
 
-/// A function applied to each member on the worker that decompressed it, while the data is
-/// still hot in cache (normalize compresses there, instead of in a second pass).
-pub(crate) type PerMember<'a, T> = &'a (dyn Fn(&Member) -> Result<T, WheelError> + Sync);
+/// What the header pass learned about one regular file.
+struct Planned {
+    name: String,
+    keep: bool,
+}
 
-pub(crate) fn read_archive_with<T: Send>(
+/// Checks every entry's name, kind and size from the central directory, then inflates the
+/// regular files on all cores, largest first, into one `make_sink()` per worker.
+pub(crate) fn stream_archive<S: Sink>(
     path: &Path,
-    per_member: PerMember<'_, T>,
-) -> Result<(Archive, Vec<T>), WheelError> {
-    let bytes = std::fs::read(path).map_err(|source| WheelError::Read {
+    keep: &(dyn Fn(&str) -> bool + Sync),
+    make_sink: &(dyn Fn() -> Result<S, WheelError> + Sync),
+) -> Result<Streamed<S>, WheelError> {
+    let (file, archive) = open_archive(path)?;
+    let bad_zip = |source| WheelError::BadZip {
         path: path.to_owned(),
         source,
-    })?;
-    let (members, extra) = members_of(path, &bytes, per_member)?.into_iter().unzip();
-    Ok((Archive { bytes, members }, extra))
-}
+    };
 
-fn members_of<T: Send>(
-    path: &Path,
-    bytes: &[u8],
-    per_member: PerMember<'_, T>,
-) -> Result<Vec<(Member, T)>, WheelError> {
-    let archive = open_archive(path, bytes)?;
-    // One pass over the central directory: bound the total before inflating anything, and
-    // order the work largest first, one task per member, so two cores finish together even when
-    // a few huge shared objects sit next to each other in the archive.
-    let mut headers = archive.clone();
+    // One serial pass over the central directory, in archive order, so the first bad entry is
+    // the one reported: names, kinds and sizes are checked before anything is inflated.
     let mut total = 0u64;
-    let mut sizes = Vec::with_capacity(archive.len());
+    let mut kept_total = 0u64;
+    // Every name with whether it is a directory, in archive order, for the collision check.
+    let mut names: Vec<(String, bool)> = Vec::with_capacity(archive.len());
+    let mut plan: Vec<Option<Planned>> = Vec::with_capacity(archive.len());
+    let mut compressed = Vec::with_capacity(archive.len());
     for i in 0..archive.len() {
-        let f = headers
-            .by_index_raw(i)
-            .map_err(|source| WheelError::BadZip {
+        let f = archive.by_index_data(i).map_err(bad_zip)?;
+        let name = std::str::from_utf8(f.name_raw())
+            .map_err(|_| WheelError::UnsafeName {
                 path: path.to_owned(),
-                source,
-            })?;
+                member: String::from_utf8_lossy(f.name_raw()).into_owned(),
+                reason: "name is not UTF-8",
+            })?
+            .to_owned();
+        if let Some(reason) = unsafe_reason(&name) {
+            return Err(WheelError::UnsafeName {
+                path: path.to_owned(),
+                member: name,
+                reason,
+            });
+        }
+        if let Err(rule) = portable_path::check_path(&name) {
+            return Err(WheelError::NonPortableName {
+                path: path.to_owned(),
+                member: name,
+                rule,
+            });
+        }
+        names.push((name.clone(), f.is_dir()));
+        if f.is_dir() {
+            plan.push(None);
+            compressed.push(0);
+            continue;
+        }
+        if f.is_symlink() {
+            return Err(WheelError::NotAFile {
+                path: path.to_owned(),
+                member: name,
+                kind: "symbolic link",
+            });
+        }
+        let keep = keep(&name);
+        if f.size() > MAX_MEMBER_SIZE {
+            return Err(WheelError::TooLarge {
+                path: path.to_owned(),
+                member: name,
+                size: f.size(),
+                limit: MAX_MEMBER_SIZE,
+            });
+        }
+        if keep {
+            kept_total = kept_total.saturating_add(f.size());
+            if kept_total > MAX_RECORD_SIZE {
+                return Err(WheelError::TooLarge {
+                    path: path.to_owned(),
+                    member: name,
+                    size: kept_total,
+                    limit: MAX_RECORD_SIZE,
+                });
+            }
+        }
         total = total.saturating_add(f.size());
         if total > MAX_TOTAL_SIZE {
             return Err(WheelError::TooLarge {
                 path: path.to_owned(),
-                member: format!(
-                    "{} (with the members before it)",
-                    String::from_utf8_lossy(f.name_raw())
-                ),
+                member: format!("{name} (with the members before it)"),
                 size: total,
                 limit: MAX_TOTAL_SIZE,
             });
         }
-        sizes.push(f.compressed_size());
+        compressed.push(f.compressed_size());
+        plan.push(Some(Planned { name, keep }));
     }
-    let mut order: Vec<usize> = (0..archive.len()).collect();
-    order.sort_by_key(|&i| std::cmp::Reverse(sizes[i]));
-    let mut results: Vec<(usize, Option<(Member, T)>)> = order
-        .into_par_iter()
-        .with_max_len(1)
-        .map_init(
-            || archive.clone(),
-            |archive, i| -> Result<(usize, Option<(Member, T)>), WheelError> {
-                let options = ZipReadOptions::new().enforce_header_consistency(true);
-                let mut file = archive
-                    .by_index_with_options(i, options)
-                    .map_err(|source| WheelError::BadZip {
-                        path: path.to_owned(),
-                        source,
+    portable_path::find_collision(names.iter().map(|(n, dir)| (n.as_str(), *dir))).map_err(
+        |collision| WheelError::NameCollision {
+            path: path.to_owned(),
+            collision,
+        },
+    )?;
+    drop(names);
+
+    // Largest first, one member at a time per worker, so two cores finish together even when a
+    // few huge shared objects sit next to each other in the archive.
+    let mut order: Vec<usize> = (0..plan.len()).filter(|&i| plan[i].is_some()).collect();
+    order.sort_by_key(|&i| std::cmp::Reverse(compressed[i]));
+    let workers = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(S::WORKERS)
+        .min(order.len())
+        .max(1);
+    let next = AtomicUsize::new(0);
+    let failed = AtomicBool::new(false);
+
+    struct Done {
+        index: usize,
+        member: Member,
+        kept: Option<Vec<u8>>,
+        nth: usize,
+    }
+    let worker = |archive: &mut ZipArchive<SharedFile>,
+                  sink: &mut S,
+                  done: &mut Vec<Done>|
+     -> Result<(), (usize, WheelError)> {
+        let mut buf = vec![0u8; CHUNK];
+        while !failed.load(Ordering::Relaxed) {
+            let Some(&i) = order.get(next.fetch_add(1, Ordering::Relaxed)) else {
+                break;
+            };
+            let planned = plan[i].as_ref().expect("only regular files are queued");
+            let (member, kept) =
+                inflate(path, archive, i, planned, sink, &mut buf).map_err(|e| (i, e))?;
+            done.push(Done {
+                index: i,
+                member,
+                kept,
+                nth: done.len(),
+            });
+        }
+        Ok(())
+    };
+
+    let (results, whole) = std::thread::scope(|scope| {
+        let whole = scope.spawn(|| hash_file(&file));
+        let handles: Vec<_> = (0..workers)
+            .map(|_| {
+                let mut archive = archive.clone();
+                let worker = &worker;
+                let failed = &failed;
+                scope.spawn(move || {
+                    let mut sink = make_sink().map_err(|e| (0, e))?;
+                    let mut done = Vec::new();
+                    worker(&mut archive, &mut sink, &mut done).inspect_err(|_| {
+                        failed.store(true, Ordering::Relaxed);
                     })?;
-                let name = std::str::from_utf8(file.name_raw())
-                    .map_err(|_| WheelError::UnsafeName {
-                        path: path.to_owned(),
-                        member: String::from_utf8_lossy(file.name_raw()).into_owned(),
-                        reason: "name is not UTF-8",
-                    })?
-                    .to_owned();
-                if let Some(reason) = unsafe_reason(&name) {
-                    return Err(WheelError::UnsafeName {
-                        path: path.to_owned(),
-                        member: name,
-                        reason,
-                    });
+                    Ok::<_, (usize, WheelError)>((sink, done))
+                })
+            })
+            .collect();
+        let results: Vec<_> = handles
+            .into_iter()
+            .map(|h| h.join().expect("reader workers do not panic"))
+            .collect();
+        (results, whole.join().expect("hashing does not panic"))
+    });
+
+    // Report the failing member that comes first in the archive, whichever worker met it.
+    let mut first_error: Option<(usize, WheelError)> = None;
+    let mut sinks = Vec::with_capacity(workers);
+    let mut all = Vec::with_capacity(order.len());
+    for (w, result) in results.into_iter().enumerate() {
+        match result {
+            Ok((sink, done)) => {
+                sinks.push(sink);
+                all.extend(done.into_iter().map(|d| (w, d)));
+            }
+            Err((i, e)) => {
+                if first_error.as_ref().is_none_or(|(j, _)| i < *j) {
+                    first_error = Some((i, e));
                 }
-                if file.is_dir() {
-                    return Ok((i, None));
-                }
-                if file.is_symlink() {
-                    return Err(WheelError::NotAFile {
-                        path: path.to_owned(),
-                        member: name,
-                        kind: "symbolic link",
-                    });
-                }
-                if file.size() > MAX_MEMBER_SIZE {
-                    return Err(WheelError::TooLarge {
-                        path: path.to_owned(),
-                        member: name,
-                        size: file.size(),
-                        limit: MAX_MEMBER_SIZE,
-                    });
-                }
-                let declared = file.size();
-                // Reserve only a little up front: the declared size is the sender's claim.
-                let mut data = Vec::with_capacity(declared.min(64 << 20) as usize);
-                // The declared size bounds the read: a lying header cannot make us inflate more.
-                (&mut file)
-                    .take(declared)
-                    .read_to_end(&mut data)
-                    .map_err(|source| WheelError::CorruptMember {
-                        path: path.to_owned(),
-                        member: name.clone(),
-                        source,
-                    })?;
-                if data.len() as u64 != declared {
-                    return Err(WheelError::CorruptMember {
-                        path: path.to_owned(),
-                        member: name,
-                        source: std::io::Error::other(format!(
-                            "{} bytes, but the header declares {declared}",
-                            data.len()
-                        )),
-                    });
-                }
-                let sha256 = Sha256::digest(&data).into();
-                let member = Member {
-                    unix_mode: file.unix_mode().map(|m| m & 0o7777),
-                    modified: file.last_modified().map(DosTime::from_zip),
-                    name,
-                    data,
-                    sha256,
-                };
-                let extra = per_member(&member)?;
-                Ok((i, Some((member, extra))))
-            },
-        )
-        .collect::<Result<_, _>>()?;
-    results.sort_unstable_by_key(|(i, _)| *i);
-    Ok(results.into_iter().filter_map(|(_, m)| m).collect())
+            }
+        }
+    }
+    if let Some((_, e)) = first_error {
+        return Err(e);
+    }
+    let (sha256, size) = whole.map_err(|source| WheelError::Read {
+        path: path.to_owned(),
+        source,
+    })?;
+    all.sort_unstable_by_key(|(_, d)| d.index);
+    let mut kept = HashMap::new();
+    let mut members = Vec::with_capacity(all.len());
+    let mut placement = Vec::with_capacity(all.len());
+    for (w, d) in all {
+        if let Some(data) = d.kept {
+            kept.insert(d.member.name.clone(), data);
+        }
+        placement.push((w, d.nth));
+        members.push(d.member);
+    }
+    Ok(Streamed {
+        sha256,
+        size,
+        members,
+        kept,
+        sinks,
+        placement,
+    })
+}
+
+/// Inflates entry `i` into `sink`, hashing it and checking its size and CRC-32 on the way.
+fn inflate<S: Sink>(
+    path: &Path,
+    archive: &mut ZipArchive<SharedFile>,
+    i: usize,
+    planned: &Planned,
+    sink: &mut S,
+    buf: &mut [u8],
+) -> Result<(Member, Option<Vec<u8>>), WheelError> {
+    let name = &planned.name;
+    let options = ZipReadOptions::new().enforce_header_consistency(true);
+    let mut file = archive
+        .by_index_with_options(i, options)
+        .map_err(|source| WheelError::BadZip {
+            path: path.to_owned(),
+            source,
+        })?;
+    let corrupt = |source| WheelError::CorruptMember {
+        path: path.to_owned(),
+        member: name.clone(),
+        source,
+    };
+    let declared = file.size();
+    let recorded_crc = file.crc32();
+    let unix_mode = file.unix_mode().map(|m| m & 0o7777);
+    let modified = file.last_modified().map(DosTime::from_zip);
+    sink.start(name, unix_mode.is_some_and(|m| m & 0o111 != 0), declared)?;
+    let mut kept = planned.keep.then(Vec::new);
+    let mut sha = Sha256::new();
+    let mut crc = crc32fast::Hasher::new();
+    let mut read = 0u64;
+    // The declared size bounds the read: a lying header cannot make us inflate more. (It also
+    // stops the zip crate from ever seeing the end of the stream, where it would check the
+    // CRC itself; hence the check below.)
+    let mut data = (&mut file).take(declared);
+    loop {
+        let n = match data.read(buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(corrupt(e)),
+        };
+        let chunk = &buf[..n];
+        sha.update(chunk);
+        crc.update(chunk);
+        if let Some(k) = &mut kept {
+            k.extend_from_slice(chunk);
+        }
+        sink.write(chunk)?;
+        read += n as u64;
+    }
+    if read != declared {
+        return Err(corrupt(io::Error::other(format!(
+            "{read} bytes, but the header declares {declared}"
+        ))));
+    }
+    sink.end()?;
+    let found = crc.finalize();
+    if found != recorded_crc {
+        return Err(WheelError::CrcMismatch {
+            path: path.to_owned(),
+            member: name.clone(),
+            expected: recorded_crc,
+            found,
+        });
+    }
+    Ok((
+        Member {
+            name: name.clone(),
+            size: read,
+            sha256: sha.finalize().into(),
+            crc32: found,
+            unix_mode,
+            modified,
+        },
+        kept,
+    ))
+}
+
+/// The sha256 and length of the whole file, read through the handle the members come from.
+fn hash_file(file: &SharedFile) -> io::Result<(vouch_core::Sha256Digest, u64)> {
+    let mut hasher = vouch_core::Sha256Hasher::new();
+    let mut reader = file.clone();
+    reader.pos = 0;
+    let size = io::copy(
+        &mut io::BufReader::with_capacity(1 << 20, reader),
+        &mut hasher,
+    )?;
+    Ok((hasher.finish(), size))
 }
 
 /// Reads a wheel and checks it: a valid filename, exactly one matching `.dist-info`, a RECORD
 /// that lists every member (but itself and signatures) with a sha256 that matches, and nothing
 /// listed that is absent.
 pub fn read_wheel(path: &Path) -> Result<WheelContents, WheelError> {
-    read_wheel_with(path, &|_| Ok(())).map(|(wheel, _)| wheel)
+    read_wheel_with(path, &|| Ok(())).map(|(wheel, _)| wheel)
 }
 
-/// [`read_wheel`], applying `per_member` to each member as it is decompressed. The results are
-/// in the order of [`WheelContents::members`].
-pub(crate) fn read_wheel_with<T: Send>(
+/// [`read_wheel`], streaming each member into the sink of the worker that inflates it. The
+/// members come back with their placement (see [`Streamed`]).
+pub(crate) fn read_wheel_with<S: Sink>(
     path: &Path,
-    per_member: PerMember<'_, T>,
-) -> Result<(WheelContents, Vec<T>), WheelError> {
+    make_sink: &(dyn Fn() -> Result<S, WheelError> + Sync),
+) -> Result<(WheelContents, Streamed<S>), WheelError> {
     let file_name =
         path.file_name()
             .and_then(|n| n.to_str())
@@ -301,7 +687,16 @@ pub(crate) fn read_wheel_with<T: Send>(
                 reason: "not a UTF-8 file name".into(),
             })?;
     let filename: WheelFilename = file_name.parse()?;
-    let (Archive { bytes, members }, extra) = read_archive_with(path, per_member)?;
+    let is_record = |name: &str| {
+        name.split_once('/').is_some_and(|(top, rest)| {
+            rest == "RECORD"
+                && top
+                    .strip_suffix(".dist-info")
+                    .is_some_and(|d| filename.matches_dist_info(d))
+        })
+    };
+    let mut streamed = stream_archive(path, &is_record, make_sink)?;
+    let members = std::mem::take(&mut streamed.members);
     let expected = format!("{}-{}.dist-info", filename.name, filename.version);
 
     let dist_infos: Vec<&str> = members
@@ -329,14 +724,16 @@ pub(crate) fn read_wheel_with<T: Send>(
     };
 
     let record_path = format!("{dist_info}/RECORD");
-    let record_member = members
-        .iter()
-        .find(|m| m.name == record_path)
-        .ok_or_else(|| WheelError::MissingRecord {
-            path: path.to_owned(),
-            member: record_path.clone(),
-        })?;
-    let record = Record::parse(&record_member.data).map_err(|e| WheelError::RecordSyntax {
+    let record_data =
+        streamed
+            .kept
+            .remove(&record_path)
+            .ok_or_else(|| WheelError::MissingRecord {
+                path: path.to_owned(),
+                member: record_path.clone(),
+            })?;
+    streamed.kept.clear();
+    let record = Record::parse(&record_data).map_err(|e| WheelError::RecordSyntax {
         path: path.to_owned(),
         member: record_path.clone(),
         line: e.line,
@@ -390,13 +787,13 @@ pub(crate) fn read_wheel_with<T: Send>(
             });
         }
         if let Some(size) = entry.size
-            && size != member.data.len() as u64
+            && size != member.size
         {
             return Err(WheelError::SizeMismatch {
                 path: path.to_owned(),
                 member: entry.path.clone(),
                 expected: size,
-                found: member.data.len() as u64,
+                found: member.size,
             });
         }
     }
@@ -418,10 +815,11 @@ pub(crate) fn read_wheel_with<T: Send>(
             path: path.to_owned(),
             filename,
             dist_info,
-            bytes,
+            sha256: streamed.sha256,
+            size: streamed.size,
             members,
         },
-        extra,
+        streamed,
     ))
 }
 
@@ -443,5 +841,51 @@ mod tests {
         }
         assert_eq!(unsafe_reason("pkg/sub/"), None);
         assert_eq!(unsafe_reason("pkg/x..y.py"), None);
+    }
+
+    #[test]
+    fn issue12_refuses_more_entries_than_the_limit_before_parsing_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("many.zip");
+        let mut w = zip::ZipWriter::new(io::BufWriter::new(File::create(&path).unwrap()));
+        let opts = zip::write::SimpleFileOptions::default()
+            .compression_method(zip::CompressionMethod::Stored);
+        for i in 0..=MAX_MEMBERS {
+            w.start_file(format!("{i}"), opts).unwrap();
+        }
+        w.finish().unwrap();
+        let err = read_archive(&path).unwrap_err();
+        assert!(
+            matches!(err, WheelError::TooManyMembers { count, .. } if count == MAX_MEMBERS as u64 + 1),
+            "{err}"
+        );
+        assert!(
+            err.to_string()
+                .ends_with("declares 65536 entries, over the limit of 65535")
+        );
+    }
+
+    #[test]
+    fn issue12_refuses_a_central_directory_over_the_limit_before_parsing_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("long.zip");
+        let mut w = zip::ZipWriter::new(io::BufWriter::new(File::create(&path).unwrap()));
+        let opts = zip::write::SimpleFileOptions::default()
+            .compression_method(zip::CompressionMethod::Stored);
+        // 300 names of 30,000 bytes: 9 MB of central directory in few entries.
+        for i in 0..300 {
+            w.start_file(format!("{i:05}{}", "x".repeat(29_995)), opts)
+                .unwrap();
+        }
+        w.finish().unwrap();
+        // Not `unwrap_err`: an accepted archive would print 9 MB of names.
+        match read_archive(&path) {
+            Err(WheelError::DirectoryTooLarge { size, limit, .. }) => {
+                assert_eq!(limit, MAX_DIRECTORY_SIZE);
+                assert!(size > MAX_DIRECTORY_SIZE);
+            }
+            Err(e) => panic!("{e}"),
+            Ok(a) => panic!("accepted, with {} members", a.members.len()),
+        }
     }
 }
