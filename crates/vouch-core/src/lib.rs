@@ -2,8 +2,8 @@
 
 mod artifact;
 mod digest;
-pub mod redact;
 pub mod portable_path;
+pub mod redact;
 
 pub use artifact::{ArtifactName, NameError, Platform, PythonVersion};
 pub use digest::{DigestError, Sha256Digest, Sha256Hasher};
