@@ -7,18 +7,24 @@ use std::process::Command;
 
 use common::*;
 
+/// `vouch build --source SOURCE --out OUT`, to add flags to.
+fn vouch_build(source: impl AsRef<Path>, out: impl AsRef<Path>) -> Command {
+    let mut cmd = vouch();
+    cmd.arg("build")
+        .arg("--source")
+        .arg(source.as_ref())
+        .arg("--out")
+        .arg(out.as_ref());
+    cmd
+}
+
 /// Builds with the work directory next to the source, so two sources mean two build paths.
 fn build(source: &Path, out: &Path) -> serde_json::Value {
     let work = source.with_file_name(format!(
         "{}-work",
         source.file_name().unwrap().to_string_lossy()
     ));
-    let r = run(vouch()
-        .arg("build")
-        .arg("--source")
-        .arg(source)
-        .arg("--out")
-        .arg(out)
+    let r = run(vouch_build(source, out)
         .arg("--work-dir")
         .arg(work)
         .arg("--json"));
@@ -195,12 +201,8 @@ fn compiler_error_exits_4_with_the_compiler_output() {
     copy_sample(&src);
     std::fs::write(src.join("csrc/checksum.c"), "this is not C;\n").unwrap();
     let out = dir.path().join("out");
-    let r = run(vouch()
-        .arg("build")
-        .arg("--source")
-        .arg(&src)
-        .arg("--out")
-        .arg(&out));
+    let r = run(&mut vouch_build(&src, &out));
+
     assert_eq!(r.code, 4, "{}", r.stderr);
     assert!(
         r.stderr.contains("the PEP 517 build failed"),
@@ -378,12 +380,7 @@ fn issue12_a_pth_planted_by_one_build_never_runs_in_the_next() {
     )
     .unwrap();
     let build_with = |source: &Path, out: &str| {
-        run(vouch()
-            .arg("build")
-            .arg("--source")
-            .arg(source)
-            .arg("--out")
-            .arg(dir.path().join(out))
+        run(vouch_build(source, dir.path().join(out))
             .arg("--json")
             .env("VOUCH_CACHE_DIR", &cache))
     };
@@ -416,12 +413,7 @@ fn issue12_work_dir_never_wipes_the_source_and_relative_paths_work() {
     copy_sample(&src);
     std::fs::write(src.join("uncommitted.txt"), b"precious").unwrap();
     for wd in [src.clone(), dir.path().to_owned()] {
-        let r = run(vouch()
-            .arg("build")
-            .arg("--source")
-            .arg(&src)
-            .arg("--out")
-            .arg(dir.path().join("out"))
+        let r = run(vouch_build(&src, dir.path().join("out"))
             .arg("--work-dir")
             .arg(&wd));
         assert_eq!(r.code, 2, "{}", r.stderr);
@@ -435,12 +427,7 @@ fn issue12_work_dir_never_wipes_the_source_and_relative_paths_work() {
     let foreign = dir.path().join("foreign");
     std::fs::create_dir_all(&foreign).unwrap();
     std::fs::write(foreign.join("notes.txt"), b"mine").unwrap();
-    let r = run(vouch()
-        .arg("build")
-        .arg("--source")
-        .arg(&src)
-        .arg("--out")
-        .arg(dir.path().join("out"))
+    let r = run(vouch_build(&src, dir.path().join("out"))
         .arg("--work-dir")
         .arg(&foreign));
     assert_eq!(r.code, 2, "{}", r.stderr);
@@ -488,14 +475,8 @@ fn issue12_debug_logs_carry_no_secrets_and_no_colour() {
     copy_sample(&src);
     let cache = dir.path().join("cache");
     let build = |extra: &[(&str, &str)], verbose: &str| {
-        let mut cmd = vouch();
-        cmd.arg("build")
-            .arg(verbose)
-            .arg("--source")
-            .arg(&src)
-            .arg("--out")
-            .arg(dir.path().join("out"))
-            .env("VOUCH_CACHE_DIR", &cache);
+        let mut cmd = vouch_build(&src, dir.path().join("out"));
+        cmd.arg(verbose).env("VOUCH_CACHE_DIR", &cache);
         for (k, v) in extra {
             cmd.env(k, v);
         }
@@ -561,13 +542,7 @@ fn issue12_build_refuses_flags_it_would_ignore() {
         (vec!["--event", "push"], "--event applies only with --cache"),
         (vec!["--pr", "7"], "--pr applies only with --cache"),
     ] {
-        let r = run(vouch()
-            .arg("build")
-            .arg("--source")
-            .arg(&src)
-            .arg("--out")
-            .arg(&out)
-            .args(&extra));
+        let r = run(vouch_build(&src, &out).args(&extra));
         assert_eq!(r.code, 2, "{extra:?}: {}", r.stderr);
         assert!(r.stderr.contains(says), "{extra:?}: {}", r.stderr);
         assert!(!out.exists(), "nothing built");
@@ -621,13 +596,8 @@ for seal in glob.glob(r'{cache}/trusted/venvs/*.seal.json'):
     let text = std::fs::read_to_string(&setup).unwrap();
     std::fs::write(&setup, format!("{forge}\n{text}")).unwrap();
     let build = |source: &Path, event: &str, keyed: bool, out: &str| {
-        let mut cmd = vouch();
-        cmd.arg("build")
-            .arg("--source")
-            .arg(source)
-            .arg("--out")
-            .arg(dir.path().join(out))
-            .env("VOUCH_CACHE_DIR", &cache)
+        let mut cmd = vouch_build(source, dir.path().join(out));
+        cmd.env("VOUCH_CACHE_DIR", &cache)
             .env("GITHUB_ACTIONS", "true")
             .env("GITHUB_EVENT_NAME", event)
             .env_remove("GITHUB_STEP_SUMMARY");
@@ -673,12 +643,8 @@ fn issue12_sdist_with_case_colliding_names_is_refused() {
         .unwrap();
     assert!(st.success());
     let out = dir.path().join("out");
-    let r = run(vouch()
-        .arg("build")
-        .arg("--source")
-        .arg(&sdist)
-        .arg("--out")
-        .arg(&out));
+    let r = run(&mut vouch_build(&sdist, &out));
+
     assert_eq!(r.code, 3, "{}", r.stderr);
     assert!(
         r.stderr.contains(
