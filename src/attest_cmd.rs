@@ -113,9 +113,7 @@ pub struct ClaimArgs {
     pub source_date_epoch: Option<u64>,
 }
 
-fn usage(message: String) -> anyhow::Error {
-    crate::verify_cmd::UsageError(message).into()
-}
+use crate::verify_cmd::usage;
 
 fn check_sha(flag: &str, sha: &str) -> anyhow::Result<()> {
     if vouch_verify::is_commit_sha(sha) {
@@ -161,7 +159,7 @@ fn run_context(args: &ContextArgs, claims: &ClaimArgs) -> anyhow::Result<RunCont
     let repository = args
         .repo
         .clone()
-        .ok_or_else(|| usage("outside GitHub Actions, --repo OWNER/NAME is required".into()))?;
+        .ok_or_else(|| usage("outside GitHub Actions, --repo OWNER/NAME is required"))?;
     // Under pull_request the built commit is the merge commit: --merge-sha and --sha name the
     // same thing, and may not disagree.
     let sha = match (&args.sha, &claims.merge_sha) {
@@ -173,7 +171,7 @@ fn run_context(args: &ContextArgs, claims: &ClaimArgs) -> anyhow::Result<RunCont
         (Some(s), _) | (None, Some(s)) => s.clone(),
         (None, None) => {
             return Err(usage(
-                "outside GitHub Actions, --sha is required (or --merge-sha for a PR build)".into(),
+                "outside GitHub Actions, --sha is required (or --merge-sha for a PR build)",
             ));
         }
     };

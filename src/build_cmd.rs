@@ -93,7 +93,16 @@ pub fn toolchain(cmd: ToolchainCommand) -> anyhow::Result<ExitCode> {
     let cell = profile.find_cell(&args.cell)?;
     let cache_dir =
         crate::cli::trust_level(None).root(&default_cache_dir(args.env.cache_dir.clone()));
-    let Some(installed) = install_toolchain(&profile, &cell, &cache_dir, &args.env)? else {
+    let python = vouch_build::Python::find(args.env.python.as_deref())?;
+    let seal_key = args.env.seal_key()?;
+    let Some(installed) = install_toolchain(
+        &profile,
+        &cell,
+        &cache_dir,
+        &python.executable,
+        seal_key.as_deref(),
+    )?
+    else {
         anyhow::bail!(crate::verify_cmd::UsageError(format!(
             "profile {:?} declares no toolchain for {} on {} (flavors.{}.toolchain.{})",
             args.profile, cell.flavor, cell.platform, cell.flavor, cell.platform
@@ -121,27 +130,28 @@ pub fn toolchain(cmd: ToolchainCommand) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// The cell's toolkit under `cache_root` (a trust level's root), with `python`'s pip.
 fn install_toolchain(
     profile: &Profile,
     cell: &Cell,
-    cache_dir: &Path,
-    env: &ToolEnvArgs,
+    cache_root: &Path,
+    python: &Path,
+    seal_key: Option<&vouch_fs::seal::SealKey>,
 ) -> anyhow::Result<Option<vouch_toolchain::Installed>> {
     let Some(spec) = profile.toolchain(cell) else {
         return Ok(None);
     };
-    let python = vouch_build::Python::find(env.python.as_deref())?;
     let name = format!("cuda-{}-{}", cell.cuda, cell.platform);
     output::note(format!("toolchain: {name}"));
     let spinner = output::spinner(format!("installing the {name} toolchain"));
     let installed = vouch_toolchain::install(&vouch_toolchain::Request {
         spec,
         profile_dir: &profile.dir,
-        cache_dir,
+        cache_dir: cache_root,
         name: &name,
-        python: &python.executable,
+        python,
         progress: spinner.bytes_progress(),
-        seal_key: env.seal_key()?.as_deref(),
+        seal_key,
     })
     .with_context(|| format!("installing the {name} toolchain"))?;
     Ok(Some(installed))
@@ -501,10 +511,6 @@ fn build_cell(args: BuildArgs) -> anyhow::Result<ExitCode> {
     }
 
     let trust = crate::cli::trust_level(args.cache.scope.event.as_deref());
-    let toolchain_started = Instant::now();
-    let installed = install_toolchain(&profile, &cell, &trust.root(&cache_dir), &args.env.tools)?;
-    let toolchain_seconds = toolchain_started.elapsed().as_secs_f64();
-
     let mut options = build_options(
         &source,
         &args.out,
@@ -513,6 +519,16 @@ fn build_cell(args: BuildArgs) -> anyhow::Result<ExitCode> {
     )?;
     options.trust = trust;
     crate::cli::warn_unkeyed(trust, options.seal_key.is_some());
+    let toolchain_started = Instant::now();
+    let installed = install_toolchain(
+        &profile,
+        &cell,
+        &trust.root(&cache_dir),
+        &python.executable,
+        options.seal_key.as_deref(),
+    )?;
+    let toolchain_seconds = toolchain_started.elapsed().as_secs_f64();
+
     let cache = start_cache(&args, &mut options)?;
     let cuda_path = installed.as_ref().map(|i| i.cuda_path.clone());
     let mut cell_env = std::collections::BTreeMap::new();

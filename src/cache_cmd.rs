@@ -12,7 +12,6 @@ use vouch_cache::{
 };
 
 use crate::output;
-use crate::verify_cmd::UsageError;
 
 /// Errors of the scope flags and `cache` subcommands that are not usage errors.
 #[derive(Debug, thiserror::Error)]
@@ -36,9 +35,7 @@ pub enum CacheCmdError {
     },
 }
 
-fn usage(msg: impl Into<String>) -> anyhow::Error {
-    UsageError(msg.into()).into()
-}
+use crate::verify_cmd::usage;
 
 /// `--listen`: loopback only, so neither the network nor a container next door reaches it.
 fn loopback_listen(s: &str) -> Result<SocketAddr, String> {

@@ -247,14 +247,7 @@ pub fn classify(err: &anyhow::Error) -> Status {
             return verify_status(e.kind);
         }
         if let Some(e) = cause.downcast_ref::<vouch_fetch::FetchError>() {
-            return match e {
-                vouch_fetch::FetchError::Io { .. } => Status::Io,
-                vouch_fetch::FetchError::Trust(v) => verify_status(v.kind),
-                vouch_fetch::FetchError::NoCandidate { .. } => Status::NoRun,
-                vouch_fetch::FetchError::Github(_) | vouch_fetch::FetchError::Store { .. } => {
-                    Status::Download
-                }
-            };
+            return crate::fetch_cmd::failure_status(e);
         }
         if cause.downcast_ref::<vouch_github::GithubError>().is_some() {
             return Status::Download;

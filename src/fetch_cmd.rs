@@ -313,13 +313,8 @@ impl FetchArgs {
 
     fn verify_config(&self) -> anyhow::Result<VerifyConfig> {
         let trust = match &self.key {
-            Some(k) => {
-                let pem =
-                    std::fs::read_to_string(k).with_context(|| format!("reading key {k:?}"))?;
-                // A wrong file must fail here, not after the API calls and the download.
-                vouch_verify::check_public_key(&pem).with_context(|| format!("--key {k:?}"))?;
-                Trust::Key(pem)
-            }
+            // A wrong file must fail here, not after the API calls and the download.
+            Some(k) => Trust::Key(crate::verify_cmd::read_public_key(k)?),
             None => Trust::Keyless,
         };
         let root = match (&self.trust_root, self.staging) {
@@ -343,7 +338,7 @@ pub struct FetchFailed {
     pub message: String,
 }
 
-fn failure_status(e: &FetchError) -> Status {
+pub(crate) fn failure_status(e: &FetchError) -> Status {
     match e {
         // The candidate that got furthest decides: a decoy artifact that fails pinning must not
         // hide the real one's verification failure.

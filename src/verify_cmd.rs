@@ -120,13 +120,7 @@ impl PolicyArgs {
 
     /// The `--key` file's text, checked to be a PEM public key before anything else is done.
     pub fn read_key(&self) -> anyhow::Result<Option<String>> {
-        let Some(path) = &self.key else {
-            return Ok(None);
-        };
-        let pem = vouch_verify::read_regular_to_string(path)
-            .with_context(|| format!("reading key {path:?}"))?;
-        vouch_verify::check_public_key(&pem).with_context(|| format!("--key {path:?}"))?;
-        Ok(Some(pem))
+        self.key.as_deref().map(read_public_key).transpose()
     }
 
     pub fn load_policy_file(&self) -> anyhow::Result<Option<vouch_verify::PolicyFile>> {
@@ -198,6 +192,20 @@ pub fn parse_event_name(s: &str) -> Result<String, String> {
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
 pub struct UsageError(pub String);
+
+/// A usage error (exit 2) as an `anyhow::Error`.
+pub fn usage(msg: impl Into<String>) -> anyhow::Error {
+    UsageError(msg.into()).into()
+}
+
+/// A `--key` file's text, checked to be a PEM public key before anything else is done (and
+/// read only if it is a regular file: a FIFO would block).
+pub fn read_public_key(path: &std::path::Path) -> anyhow::Result<String> {
+    let pem = vouch_verify::read_regular_to_string(path)
+        .with_context(|| format!("reading key {path:?}"))?;
+    vouch_verify::check_public_key(&pem).with_context(|| format!("--key {path:?}"))?;
+    Ok(pem)
+}
 
 #[derive(Args, Debug)]
 #[command(group(clap::ArgGroup::new("subject").required(true).args(["file", "digest"])))]
