@@ -132,7 +132,7 @@ struct Manifest {
 }
 
 /// An installed toolkit.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Installed {
     /// What `CUDA_PATH` should be.
     pub cuda_path: PathBuf,
