@@ -170,9 +170,9 @@ macro_rules! classifiers {
 }
 
 static CLASSIFIERS: &[(&str, Classifier)] = classifiers![
-    crate::fetch_cmd::FetchFailed,
-    crate::verify_cmd::UsageError,
-    crate::cache_cmd::CacheCmdError,
+    crate::commands::fetch::FetchFailed,
+    crate::common::UsageError,
+    crate::common::CacheCmdError,
     vouch_verify::VerifyError,
     vouch_verify::PolicyFileError,
     vouch_fetch::FetchError,
@@ -199,21 +199,21 @@ static CLASSIFIERS: &[(&str, Classifier)] = classifiers![
     serde_json::Error,
 ];
 
-impl Classify for crate::fetch_cmd::FetchFailed {
+impl Classify for crate::commands::fetch::FetchFailed {
     fn status(&self) -> Option<Status> {
         Some(self.status)
     }
 }
 
-impl Classify for crate::verify_cmd::UsageError {
+impl Classify for crate::common::UsageError {
     fn status(&self) -> Option<Status> {
         Some(Status::Usage)
     }
 }
 
-impl Classify for crate::cache_cmd::CacheCmdError {
+impl Classify for crate::common::CacheCmdError {
     fn status(&self) -> Option<Status> {
-        use crate::cache_cmd::CacheCmdError as C;
+        use crate::common::CacheCmdError as C;
         Some(match self {
             C::NotInActions(_) | C::Stats { .. } => Status::Environment,
             C::EventPayload { .. } => Status::InvalidInput,
@@ -239,7 +239,7 @@ impl Classify for vouch_verify::PolicyFileError {
 
 impl Classify for vouch_fetch::FetchError {
     fn status(&self) -> Option<Status> {
-        Some(crate::fetch_cmd::failure_status(self))
+        Some(crate::commands::fetch::failure_status(self))
     }
 }
 
@@ -446,10 +446,7 @@ mod tests {
     #[test]
     fn issue12_every_error_type_is_classified() {
         let cases: Vec<(anyhow::Error, Status)> = vec![
-            (
-                crate::verify_cmd::UsageError("x".into()).into(),
-                Status::Usage,
-            ),
+            (crate::common::UsageError("x".into()).into(), Status::Usage),
             (
                 vouch_cache::StoreError::BadSpec("/tmp".into()).into(),
                 Status::Usage,
@@ -470,7 +467,7 @@ mod tests {
                 Status::Environment,
             ),
             (
-                crate::cache_cmd::CacheCmdError::NotInActions("GITHUB_EVENT_NAME").into(),
+                crate::common::CacheCmdError::NotInActions("GITHUB_EVENT_NAME").into(),
                 Status::Environment,
             ),
             (
@@ -612,7 +609,7 @@ mod tests {
                 Status::InvalidInput,
             ),
             (
-                crate::fetch_cmd::FetchFailed {
+                crate::commands::fetch::FetchFailed {
                     status: Status::InstallFailed,
                     message: "pip".into(),
                 }

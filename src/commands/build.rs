@@ -4,31 +4,13 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context as _;
-use clap::{Args, Subcommand};
 use serde::Serialize;
 use vouch_cell::CellRecord;
 use vouch_profile::Profile;
 
-use crate::cli::{BuildArgs, Common, ToolEnvArgs, build_options, default_cache_dir};
+use crate::cli::BuildArgs;
+use crate::common::build_options;
 use crate::output;
-
-#[derive(Subcommand, Debug)]
-pub enum ToolchainCommand {
-    /// Download (or reuse) and lay out the cell's CUDA toolkit; prints its CUDA_PATH.
-    Install(ToolchainArgs),
-}
-
-#[derive(Args, Debug)]
-pub struct ToolchainArgs {
-    #[arg(long, default_value = "vouch.toml", value_name = "FILE")]
-    pub profile: PathBuf,
-    #[arg(long)]
-    pub cell: String,
-    #[command(flatten)]
-    pub env: ToolEnvArgs,
-    #[command(flatten)]
-    pub common: Common,
-}
 
 #[derive(Serialize)]
 struct BuildRecord {
@@ -38,55 +20,11 @@ struct BuildRecord {
     cache: Option<vouch_cell::CacheRecord>,
 }
 
-pub fn toolchain(cmd: ToolchainCommand) -> anyhow::Result<ExitCode> {
-    let ToolchainCommand::Install(args) = cmd;
-    let profile = Profile::load(&args.profile)?;
-    let cell = profile.find_cell(&args.cell)?;
-    let cache_dir =
-        crate::cli::trust_level(None).root(&default_cache_dir(args.env.cache_dir.clone()));
-    let python = vouch_build::Python::find(args.env.python.as_deref())?;
-    let seal_key = args.env.seal_key()?;
-    let Some(installed) = vouch_cell::install_toolchain(
-        &profile,
-        &cell,
-        &cache_dir,
-        &python.executable,
-        seal_key.as_deref(),
-        &output::Terminal,
-    )?
-    else {
-        anyhow::bail!(crate::verify_cmd::UsageError(format!(
-            "profile {:?} declares no toolchain for {} on {} (flavors.{}.toolchain.{})",
-            args.profile, cell.flavor, cell.platform, cell.flavor, cell.platform
-        )));
-    };
-    if args.common.json {
-        output::json(&installed);
-    } else {
-        output::note(format!(
-            "toolchain {} ({} files, {}, {:.1} s)",
-            installed.key,
-            installed.files,
-            if installed.reused {
-                "reused"
-            } else {
-                "installed"
-            },
-            installed.seconds
-        ));
-        if let Some(nvcc) = &installed.nvcc {
-            output::note(format!("nvcc: {nvcc}"));
-        }
-        output::data(installed.cuda_path.display().to_string());
-    }
-    Ok(ExitCode::SUCCESS)
-}
-
 /// Flags that only mean something together with another are refused alone: a flag vouch
 /// parsed and then dropped would let a user believe it took effect.
 fn refuse_unused_flags(args: &BuildArgs) -> anyhow::Result<()> {
     let usage = |flag: &str, needs: &str| {
-        Err(anyhow::Error::new(crate::verify_cmd::UsageError(format!(
+        Err(anyhow::Error::new(crate::common::UsageError(format!(
             "{flag} applies only with {needs}"
         ))))
     };
@@ -131,8 +69,8 @@ pub fn build(args: BuildArgs) -> anyhow::Result<ExitCode> {
         args.epoch.source_date_epoch,
         &args.env,
     )?;
-    options.trust = crate::cli::trust_level(args.cache.scope.event.as_deref());
-    crate::cli::warn_unkeyed(options.trust, options.seal_key.is_some());
+    options.trust = crate::common::trust_level(args.cache.scope.event.as_deref());
+    crate::common::warn_unkeyed(options.trust, options.seal_key.is_some());
     output::note(format!("building {}", args.source.display()));
     let cache = cache_setup(&args)?
         .map(|setup| vouch_cell::RunningCache::start(setup, &mut options, &output::Terminal))
@@ -165,8 +103,8 @@ fn cache_setup(args: &BuildArgs) -> anyhow::Result<Option<vouch_cell::CacheSetup
         .context("deciding the cache scope")?;
     Ok(Some(vouch_cell::CacheSetup {
         tool,
-        store_display: crate::cli::store_display(store),
-        store: crate::cache_cmd::store_with_password(
+        store_display: crate::common::store_display(store),
+        store: crate::common::store_with_password(
             store,
             args.cache.cache_password_file.as_deref(),
         )?,
@@ -181,7 +119,7 @@ fn pull_request(args: &BuildArgs) -> Option<u64> {
         return Some(pr);
     }
     if std::env::var("GITHUB_ACTIONS").is_ok_and(|v| v == "true") {
-        let from_github = crate::cache_cmd::ScopeArgs {
+        let from_github = crate::cli::ScopeArgs {
             scope_from_github: true,
             event: None,
             git_ref: None,
@@ -225,7 +163,7 @@ fn build_cell(args: BuildArgs) -> anyhow::Result<ExitCode> {
     if commit.is_none() {
         output::note("no commit known (--sha, GITHUB_SHA or git): no artifact name");
     }
-    let trust = crate::cli::trust_level(args.cache.scope.event.as_deref());
+    let trust = crate::common::trust_level(args.cache.scope.event.as_deref());
     let mut options = build_options(
         &args.source,
         &args.out,
@@ -244,7 +182,7 @@ fn build_cell(args: BuildArgs) -> anyhow::Result<ExitCode> {
         options,
         cache: cache_setup(&args)?,
     };
-    crate::cli::warn_unkeyed(trust, job.options.seal_key.is_some());
+    crate::common::warn_unkeyed(trust, job.options.seal_key.is_some());
     let built = match vouch_cell::build_cell(job, &output::Terminal) {
         Err(e @ vouch_cell::CellError::WrongPython { .. }) => {
             return Err(anyhow::Error::new(e).context("pass the cell's interpreter with --python"));

@@ -185,7 +185,7 @@ fn flexci_commit() -> (Option<String>, &'static str) {
 
 impl FetchArgs {
     fn expectation(&self) -> anyhow::Result<Expectation> {
-        let usage = |m: String| crate::verify_cmd::UsageError(m);
+        let usage = |m: String| crate::common::UsageError(m);
         let (mut event, mut pr, mut sha) = (self.event.clone(), self.pr, self.sha.clone());
         let mut sha_from = "--sha";
         if self.from_flexci {
@@ -314,7 +314,7 @@ impl FetchArgs {
     fn verify_config(&self) -> anyhow::Result<VerifyConfig> {
         let trust = match &self.key {
             // A wrong file must fail here, not after the API calls and the download.
-            Some(k) => Trust::Key(crate::verify_cmd::read_public_key(k)?),
+            Some(k) => Trust::Key(crate::commands::verify::read_public_key(k)?),
             None => Trust::Keyless,
         };
         let root = match (&self.trust_root, self.staging) {
