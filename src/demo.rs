@@ -110,7 +110,7 @@ fn publish_and_install(
         root: vouch_verify::TrustRootSource::Production,
         runner: Some("local".into()),
     };
-    let source = vouch_fetch::Source::Store(vouch_fetch::LocalStore { root: store });
+    let source = vouch_fetch::LocalStore { root: store };
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
