@@ -95,9 +95,11 @@ mod tests {
         }
     }
 
+    type Vars<'a> = &'a [(&'a str, &'a str)];
+
     #[test]
     fn detection() {
-        let cases: &[(&[(&str, &str)], Option<Option<u64>>)] = &[
+        let cases: &[(Vars, Option<Option<u64>>)] = &[
             (&[], None),
             (&[("FLEXCI_BRANCH", "")], None),
             (&[("FLEXCI_BRANCH", "refs/pull/7/merge")], Some(Some(7))),
@@ -116,7 +118,8 @@ mod tests {
 
     #[test]
     fn commit_sources() {
-        let cases: &[(&[(&str, &str)], Option<&str>, (Option<&str>, &str))] = &[
+        type Want<'a> = (Option<&'a str>, &'a str);
+        let cases: &[(Vars, Option<&str>, Want)] = &[
             (
                 &[
                     ("FLEXCI_REFERENCE_COMMIT_ID", "r"),

@@ -58,7 +58,8 @@ mod tests {
             wheel: w.into(),
             bundle: b.into(),
         };
-        let cases: &[(&[&str], Result<Vec<Pair>, PairError>)] = &[
+        type Case<'a> = (&'a [&'a str], Result<Vec<Pair>, PairError>);
+        let cases: &[Case] = &[
             (&[], Err(PairError::NoWheel)),
             (&["a.whl.sigstore.json"], Err(PairError::NoWheel)),
             (&["x/a.whl"], Err(PairError::NoBundle("x/a.whl".into()))),

@@ -348,13 +348,10 @@ mod tests {
             .as_secs()
             + 3600)
             .to_string();
-        let cases: &[(
-            u16,
-            Option<&str>,
-            Option<&str>,
-            Option<&str>,
-            Option<Duration>,
-        )] = &[
+        // (status, retry-after, x-ratelimit-remaining, x-ratelimit-reset, wait)
+        type Header<'a> = Option<&'a str>;
+        type Case<'a> = (u16, Header<'a>, Header<'a>, Header<'a>, Option<Duration>);
+        let cases: &[Case] = &[
             (200, None, None, None, None),
             (404, None, None, None, None),
             (410, None, None, None, None),
