@@ -2,12 +2,11 @@
 //! producing run (metadata the producer cannot forge: workflow id, event, conclusion, head SHA,
 //! repository) and the signed provenance inside the artifact.
 //!
-//! [`fetch`] runs one stage per module, in the design's order, for each candidate until one
-//! passes: [`locate`](locate) → [`pin`] → [`download`](download) → [`extract`](extract_safely)
-//! → [`pair`](pair) → [`verify`](verify) → [`commit`](commit). A candidate that fails a stage
-//! is recorded as a [`Rejection`] and the next one is tried; nothing reaches `out` before
-//! `commit`. Artifacts come from any [`ArtifactSource`] (see `source/`). [`pip_install_verified`]
-//! hands the committed wheels to pip.
+//! [`fetch`] runs the design's stages, one module each, for each candidate until one passes:
+//! `locate` → `pin` → `download` → `extract` → `pair` → `verify` → `commit`. A candidate that
+//! fails a stage is recorded as a [`Rejection`] and the next one is tried; nothing reaches
+//! `out` before `commit`. Artifacts come from any [`ArtifactSource`] (see `source/`).
+//! [`pip_install_verified`] hands the committed wheels to pip.
 
 mod commit;
 mod download;
