@@ -55,3 +55,59 @@ pub(crate) fn screen(artifact: &Artifact, exp: &Expectation) -> Result<u64, Reje
     }
     run_id.ok_or_else(|| pin_err(PinError::NoRun))
 }
+
+#[cfg(test)]
+mod tests {
+    use vouch_github::RunRef;
+
+    use super::*;
+
+    const SHA: &str = "1111111111111111111111111111111111111111";
+
+    #[test]
+    fn screening_by_the_listing_alone() {
+        let exp = Expectation {
+            repo: "o/r".into(),
+            workflow: "ci.yml".into(),
+            event: "push".into(),
+            sha: SHA.into(),
+            pr: None,
+            artifact_name: "a".into(),
+            cell: None,
+        };
+        let listed = |expired: bool, run: Option<u64>, head: Option<&str>| Artifact {
+            id: 9,
+            name: "a".into(),
+            expired,
+            created_at: None,
+            digest: None,
+            workflow_run: Some(RunRef {
+                id: run,
+                head_sha: head.map(str::to_owned),
+            }),
+        };
+        let cases = [
+            (listed(false, Some(5), Some(SHA)), Ok(5)),
+            (listed(false, Some(5), None), Ok(5)),
+            (
+                listed(true, Some(5), Some(SHA)),
+                Err((RejectKind::Download, "artifact has expired".to_owned())),
+            ),
+            (
+                listed(false, Some(5), Some("22")),
+                Err((
+                    RejectKind::Pin,
+                    format!("artifact's workflow_run.head_sha is 22, expected {SHA}"),
+                )),
+            ),
+            (
+                listed(false, None, Some(SHA)),
+                Err((RejectKind::Pin, "artifact names no workflow run".to_owned())),
+            ),
+        ];
+        for (artifact, want) in cases {
+            let got = screen(&artifact, &exp).map_err(|r| (r.kind, r.reason));
+            assert_eq!(got, want, "{artifact:?}");
+        }
+    }
+}
