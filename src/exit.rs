@@ -177,6 +177,8 @@ static CLASSIFIERS: &[(&str, Classifier)] = classifiers![
     vouch_verify::PolicyFileError,
     vouch_fetch::FetchError,
     vouch_github::GithubError,
+    vouch_http::HttpError,
+    vouch_fetch::InstallError,
     vouch_profile::ProfileError,
     vouch_wheel::WheelError,
     vouch_build::BuildError,
@@ -249,6 +251,30 @@ impl Classify for vouch_github::GithubError {
     }
 }
 
+impl Classify for vouch_http::HttpError {
+    fn status(&self) -> Option<Status> {
+        use vouch_http::HttpError as H;
+        Some(match self {
+            H::Io { .. } => Status::Io,
+            H::Runtime(_) | H::NestedRuntime => Status::Internal,
+            H::Client(_) | H::Exhausted { .. } | H::Status { .. } | H::Transfer { .. } => {
+                Status::Download
+            }
+        })
+    }
+}
+
+impl Classify for vouch_fetch::InstallError {
+    fn status(&self) -> Option<Status> {
+        use vouch_fetch::InstallError as I;
+        Some(match self {
+            I::Failed(_) => Status::InstallFailed,
+            I::Resolve { .. } | I::Write { .. } | I::Spawn { .. } => Status::Io,
+            I::FileUrl(_) => Status::InvalidInput,
+        })
+    }
+}
+
 impl Classify for vouch_profile::ProfileError {
     fn status(&self) -> Option<Status> {
         use vouch_profile::ProfileError as P;
@@ -314,7 +340,7 @@ impl Classify for vouch_toolchain::ToolchainError {
         Some(match self {
             T::Io { .. } | T::Seal(_) => Status::Io,
             T::Digest { .. } => Status::Digest,
-            T::Download { .. } | T::Command { .. } | T::Transfer { .. } => Status::Download,
+            T::Download { .. } | T::Command { .. } => Status::Download,
             T::Spawn { .. } | T::Stub { .. } => Status::Environment,
             T::UnsafeMember { .. } => Status::UnsafeArchive,
             T::Requirements { .. }

@@ -111,7 +111,7 @@ fn publish_and_install(
         root: vouch_verify::TrustRootSource::Production,
         runner: Some("local".into()),
     };
-    let source = vouch_fetch::Source::Store(vouch_fetch::LocalStore { root: store });
+    let source = vouch_fetch::LocalStore { root: store };
     let rt = crate::common::runtime()?;
     let report = rt.block_on(vouch_fetch::fetch(
         &source,
@@ -120,7 +120,7 @@ fn publish_and_install(
         &scratch.join("fetched"),
     ))?;
     let py = venv.join("bin/python");
-    crate::commands::fetch::pip_install_verified(&py, &report, scratch, &["-q".to_owned()])?;
+    vouch_fetch::pip_install_verified(&py, &report, scratch, &["-q".to_owned()])?;
     let out = std::process::Command::new(&py)
         .args(["-c", "import vouch_sample; print(vouch_sample.greeting())"])
         .output()?;
