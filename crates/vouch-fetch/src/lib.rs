@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 use serde_json::Value;
 use vouch_core::Sha256Digest;
-use vouch_verify::{Evidence, Policy, TrustRootSource, Verified, Verifier, VerifyError};
+use vouch_verify::{Evidence, Policy, Trust, TrustSpec, Verified, VerifyError};
 
 pub use extract::{ExtractLimits, extract_safely};
 pub use source::{LocalStore, RunInfo, Source, publish};
@@ -30,19 +30,10 @@ pub struct Expectation {
     pub cell: Option<String>,
 }
 
-/// How the wheels inside are verified.
-#[derive(Clone, Debug)]
-pub enum Trust {
-    Keyless,
-    /// A PEM public key (key-signed bundles; their log entries, if any, are checked against
-    /// the trust root).
-    Key(String),
-}
-
 #[derive(Clone, Debug)]
 pub struct VerifyConfig {
-    pub trust: Trust,
-    pub root: TrustRootSource,
+    /// How the wheels inside are verified.
+    pub trust: TrustSpec,
     /// `None` accepts any runner.
     pub runner: Option<String>,
 }
@@ -235,7 +226,7 @@ fn verify_wheel(
     exp: &Expectation,
     run_id: u64,
     cfg: &VerifyConfig,
-    verifier: &Verifier,
+    trust: &Trust,
 ) -> Result<(Sha256Digest, Verified), VerifyError> {
     let data = std::fs::read(file).map_err(|e| {
         VerifyError::with_source(
@@ -263,16 +254,7 @@ fn verify_wheel(
     }
     let mut verified = None;
     for ev in &evidence {
-        verified = Some(match &cfg.trust {
-            Trust::Key(pem) => vouch_verify::verify_with_key(
-                &digest,
-                ev,
-                pem,
-                &policy,
-                Some(verifier.trust_root()),
-            )?,
-            Trust::Keyless => verifier.verify(&digest, ev, &policy)?,
-        });
+        verified = Some(trust.verify(&digest, ev, &policy)?);
     }
     let verified = verified.expect("evidence is not empty");
     if exp.event == "pull_request" {
@@ -312,7 +294,7 @@ pub async fn fetch(
             a["id"].as_u64().unwrap_or(0),
         ))
     });
-    let verifier = Verifier::new(cfg.root.clone()).map_err(FetchError::Trust)?;
+    let trust = cfg.trust.load().map_err(FetchError::Trust)?;
     let mut rejected = Vec::new();
     for artifact in &candidates {
         let id = artifact["id"].as_u64().unwrap_or(0);
@@ -432,7 +414,7 @@ pub async fn fetch(
                 ));
                 break;
             };
-            match verify_wheel(w, &bundle, exp, run_id, cfg, &verifier) {
+            match verify_wheel(w, &bundle, exp, run_id, cfg, &trust) {
                 Ok((sha256, v)) => verified.push(((*w).clone(), bundle, sha256, v)),
                 Err(e) => {
                     let name = w

@@ -4,15 +4,13 @@
 use serde::Serialize;
 use serde_json::Value;
 use sigstore_crypto::CertificateInfo;
+use vouch_core::statement::{
+    GITHUB_BUILD_TYPES, PREDICATE_SLSA_V1, STATEMENT_TYPE, VOUCH_CLAIMS_POINTER, VouchClaims,
+};
 
 use crate::{ErrorKind, VerifyError};
 
 pub const GITHUB_ISSUER: &str = "https://token.actions.githubusercontent.com";
-pub const PREDICATE_PEP740: &str = "https://docs.pypi.org/attestations/publish/v1";
-const GITHUB_BUILD_TYPES: &[&str] = &[
-    "https://actions.github.io/buildtypes/workflow/v1",
-    "https://slsa-framework.github.io/github-actions-buildtypes/workflow/v1",
-];
 
 #[derive(Clone, Debug)]
 pub struct Policy {
@@ -50,7 +48,7 @@ impl Default for Policy {
             run_id: None,
             issuer: GITHUB_ISSUER.into(),
             runner: Some("github-hosted".into()),
-            predicate_type: vouch_attest::PREDICATE_SLSA_V1.into(),
+            predicate_type: PREDICATE_SLSA_V1.into(),
             pr: None,
             cell: None,
         }
@@ -145,7 +143,10 @@ impl Policy {
             let repo = self.repository.as_deref().ok_or_else(|| {
                 VerifyError::new(
                     ErrorKind::Policy,
-                    format!("workflow {spec:?} is a path; give --repo too, or OWNER/REPO/{spec}"),
+                    format!(
+                        "workflow {spec:?} is a path, and the policy names no repository to find \
+                         it in; name the repository, or give OWNER/REPO/{spec}"
+                    ),
                 )
             })?;
             format!("{}/{repo}/{path}", self.server_url)
@@ -346,8 +347,12 @@ pub fn run_id_of(uri: &str) -> Option<&str> {
 pub struct StatementSummary {
     pub predicate_type: String,
     pub subjects: Vec<String>,
+    /// vouch's claims as the statement carries them, shown verbatim.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub vouch: Option<Value>,
+    /// The same claims, typed, for readers; empty when the statement has none.
+    #[serde(skip)]
+    pub claims: VouchClaims,
 }
 
 /// Parses the statement and checks its type, predicate type, that `digest_hex` is a subject,
@@ -378,11 +383,7 @@ pub fn check_statement(
             ))
         }
     };
-    stmt(
-        "statement _type",
-        vouch_attest::STATEMENT_TYPE,
-        str_at("/_type"),
-    )?;
+    stmt("statement _type", STATEMENT_TYPE, str_at("/_type"))?;
     stmt(
         "predicateType",
         &policy.predicate_type,
@@ -419,13 +420,22 @@ pub fn check_statement(
     }
 
     let p = &st["predicate"];
+    let claims = VouchClaims::from_predicate(p)
+        .map_err(|e| {
+            VerifyError::with_source(
+                ErrorKind::Statement,
+                "statement claim internalParameters.vouch is not vouch's claims",
+                e,
+            )
+        })?
+        .unwrap_or_default();
     let build_type = str_at("/predicate/buildDefinition/buildType");
     let github_build = build_type.is_some_and(|t| GITHUB_BUILD_TYPES.contains(&t));
     // A GitHub Actions certificate over SLSA provenance must use GitHub's build type: another
     // type would skip every claim-by-claim comparison below.
     if let Some(id) = id
         && id.issuer.as_deref() == Some(GITHUB_ISSUER)
-        && str_at("/predicateType") == Some(vouch_attest::PREDICATE_SLSA_V1)
+        && str_at("/predicateType") == Some(PREDICATE_SLSA_V1)
         && !github_build
     {
         return Err(VerifyError::mismatch(
@@ -490,17 +500,15 @@ pub fn check_statement(
             p["runDetails"]["metadata"]["invocationId"].as_str(),
             id.run.as_deref(),
         )?;
-        if let Some(merge) = bd["internalParameters"]["vouch"]["merge_sha"].as_str() {
+        if let Some(merge) = claims.merge_sha.as_deref() {
             agree(
                 "internalParameters.vouch.merge_sha",
                 Some(merge),
                 id.sha.as_deref(),
             )?;
         }
-        if let (Some(pr), Some(r)) = (
-            bd["internalParameters"]["vouch"]["pr_number"].as_u64(),
-            id.git_ref.as_deref(),
-        ) && let Some(rest) = r.strip_prefix("refs/pull/")
+        if let (Some(pr), Some(r)) = (claims.pr_number, id.git_ref.as_deref())
+            && let Some(rest) = r.strip_prefix("refs/pull/")
             && rest.split('/').next() != Some(pr.to_string().as_str())
         {
             return Err(VerifyError::new(
@@ -512,9 +520,7 @@ pub fn check_statement(
         }
     }
 
-    let vouch = p
-        .pointer("/buildDefinition/internalParameters/vouch")
-        .cloned();
+    let vouch = p.pointer(VOUCH_CLAIMS_POINTER).cloned();
     if let (Some(expected), Some(id)) = (policy.pr, id) {
         // The certificate, not only the statement, must say which pull request was built.
         let want = format!("refs/pull/{expected}/merge");
@@ -528,10 +534,7 @@ pub fn check_statement(
         }
     }
     if let Some(expected) = policy.pr {
-        let found = vouch
-            .as_ref()
-            .and_then(|v| v["pr_number"].as_u64())
-            .map(|n| n.to_string());
+        let found = claims.pr_number.map(|n| n.to_string());
         if found.as_deref() != Some(expected.to_string().as_str()) {
             return Err(VerifyError::mismatch(
                 ErrorKind::Policy,
@@ -542,7 +545,7 @@ pub fn check_statement(
         }
     }
     if let Some(expected) = &policy.cell {
-        let found = vouch.as_ref().and_then(|v| v["cell"].as_str());
+        let found = claims.cell.as_deref();
         if found != Some(expected.as_str()) {
             return Err(VerifyError::mismatch(
                 ErrorKind::Policy,
@@ -556,5 +559,6 @@ pub fn check_statement(
         predicate_type: str_at("/predicateType").unwrap_or_default().to_owned(),
         subjects: names,
         vouch,
+        claims,
     })
 }
