@@ -94,3 +94,150 @@ impl Trust {
 pub fn check_public_key(pem: &str) -> Result<(), VerifyError> {
     parse_public_key(pem).map(drop)
 }
+
+#[cfg(test)]
+mod tests {
+    use base64::Engine as _;
+    use base64::engine::general_purpose::STANDARD as B64;
+    use serde_json::json;
+    use sigstore_crypto::KeyPair;
+    use vouch_core::statement::{PAYLOAD_TYPE, PREDICATE_SLSA_V1, STATEMENT_TYPE};
+
+    use super::*;
+
+    /// A key-signed bundle (no log entry) over a statement for `digest`, and the key's PEM.
+    fn key_signed(key: &KeyPair, digest: &Sha256Digest) -> Evidence {
+        let payload = serde_json::to_vec(&json!({
+            "_type": STATEMENT_TYPE,
+            "subject": [{ "name": "f.whl", "digest": { "sha256": digest.hex() } }],
+            "predicateType": PREDICATE_SLSA_V1,
+            "predicate": {},
+        }))
+        .unwrap();
+        let sig = key
+            .sign(&sigstore_types::pae(PAYLOAD_TYPE, &payload))
+            .unwrap();
+        let bundle = json!({
+            "mediaType": "application/vnd.dev.sigstore.bundle.v0.3+json",
+            "verificationMaterial": { "publicKey": { "hint": "k" } },
+            "dsseEnvelope": {
+                "payload": B64.encode(&payload),
+                "payloadType": PAYLOAD_TYPE,
+                "signatures": [{ "sig": B64.encode(sig.as_bytes()), "keyid": "k" }],
+            },
+        });
+        crate::parse_evidence(&bundle.to_string(), "test")
+            .unwrap()
+            .remove(0)
+    }
+
+    fn pem(key: &KeyPair) -> String {
+        key.public_key_der().unwrap().to_pem()
+    }
+
+    /// Every way of trusting, against a key-signed bundle: which verify, and how the others
+    /// refuse.
+    #[test]
+    fn key_or_keyless_is_decided_here() {
+        let key = KeyPair::generate_ecdsa_p256().unwrap();
+        let other = KeyPair::generate_ecdsa_p256().unwrap();
+        let digest = Sha256Digest::of(b"wheel");
+        let evidence = key_signed(&key, &digest);
+        let anyone = Policy {
+            runner: None,
+            ..Policy::default()
+        };
+        let named = Policy {
+            repository: Some("o/r".into()),
+            ..anyone.clone()
+        };
+        let cases: &[(Accept, &Policy, Result<&str, (ErrorKind, &str)>)] = &[
+            (Accept::Key(pem(&key)), &anyone, Ok("public-key")),
+            (Accept::Each(Some(pem(&key))), &anyone, Ok("public-key")),
+            (
+                Accept::Key(pem(&other)),
+                &anyone,
+                Err((ErrorKind::Signature, "does not verify with the given key")),
+            ),
+            (
+                Accept::Each(None),
+                &anyone,
+                Err((ErrorKind::TrustRoot, "no public key to verify it with")),
+            ),
+            (
+                Accept::Keyless,
+                &anyone,
+                Err((ErrorKind::Policy, "no expected identity")),
+            ),
+            (
+                Accept::Keyless,
+                &named,
+                Err((
+                    ErrorKind::Bundle,
+                    "carries no certificate (it is key-signed)",
+                )),
+            ),
+        ];
+        for (accept, policy, expected) in cases {
+            let trust = TrustSpec {
+                root: TrustRootSource::Production,
+                accept: accept.clone(),
+            }
+            .load()
+            .unwrap();
+            match (trust.verify(&digest, &evidence, policy), expected) {
+                (Ok(v), Ok(with)) => assert_eq!(v.signed_with, *with, "{accept:?}"),
+                (Err(e), Err((kind, words))) => {
+                    assert_eq!(e.kind, *kind, "{accept:?}: {e}");
+                    assert!(e.message.contains(words), "{accept:?}: {e}");
+                }
+                (got, _) => panic!("{accept:?}: {got:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn a_bad_key_is_refused_when_loaded() {
+        for (pem, words) in [
+            ("junk", "not a PEM public key"),
+            (
+                "-----BEGIN PRIVATE KEY-----\nAA==\n-----END PRIVATE KEY-----\n",
+                "holds a private key",
+            ),
+        ] {
+            let Err(e) = (TrustSpec {
+                root: TrustRootSource::Production,
+                accept: Accept::Key(pem.into()),
+            })
+            .load() else {
+                panic!("{pem} was accepted")
+            };
+            assert_eq!(e.kind, ErrorKind::TrustRoot);
+            assert!(
+                e.message.contains(words) && !e.message.contains("--key"),
+                "{e}"
+            );
+        }
+    }
+
+    #[test]
+    fn root_choice() {
+        let file = std::path::PathBuf::from("root.json");
+        for (given, staging, expected) in [
+            (
+                Some(file.clone()),
+                false,
+                TrustRootSource::File(file.clone()),
+            ),
+            (
+                Some(file.clone()),
+                true,
+                TrustRootSource::File(file.clone()),
+            ),
+            (None, true, TrustRootSource::Staging),
+            (None, false, TrustRootSource::Production),
+        ] {
+            assert_eq!(TrustRootSource::choose(given, staging), expected);
+        }
+    }
+}

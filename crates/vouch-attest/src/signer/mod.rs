@@ -44,8 +44,11 @@ pub struct SignerKind {
     pub arg: Option<&'static str>,
     /// Whether it signs with Fulcio, Rekor and an OIDC token (so those inputs mean something).
     pub keyless: bool,
-    build: fn(Option<&str>, SignerInputs) -> Result<Box<dyn Signer>, SignerError>,
+    build: BuildFn,
 }
+
+/// Builds a signer from its argument (`PATH` in `key:PATH`) and the caller's inputs.
+type BuildFn = fn(Option<&str>, SignerInputs) -> Result<Box<dyn Signer>, SignerError>;
 
 /// Every signer, in the order their spellings are listed in messages.
 pub const SIGNERS: &[&SignerKind] = &[&keyless::KIND, &key::KIND];
@@ -166,9 +169,12 @@ fn statement_bytes(statement: &Statement) -> Result<Vec<u8>, SignError> {
 mod tests {
     use super::*;
 
+    /// A spelling, and the signer's name and argument it names (`None`: no signer).
+    type Case<'a> = (&'a str, Option<(&'a str, Option<&'a str>)>);
+
     #[test]
     fn spellings() {
-        let cases: &[(&str, Option<(&str, Option<&str>)>)] = &[
+        let cases: &[Case] = &[
             ("sigstore", Some(("sigstore", None))),
             ("key:k.pem", Some(("key", Some("k.pem")))),
             ("key:", Some(("key", Some("")))),
