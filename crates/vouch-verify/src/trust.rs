@@ -135,6 +135,9 @@ mod tests {
         key.public_key_der().unwrap().to_pem()
     }
 
+    /// What is trusted, the policy, and `signed_with` or the refusal's kind and words.
+    type Case<'a> = (Accept, &'a Policy, Result<&'a str, (ErrorKind, &'a str)>);
+
     /// Every way of trusting, against a key-signed bundle: which verify, and how the others
     /// refuse.
     #[test]
@@ -151,7 +154,7 @@ mod tests {
             repository: Some("o/r".into()),
             ..anyone.clone()
         };
-        let cases: &[(Accept, &Policy, Result<&str, (ErrorKind, &str)>)] = &[
+        let cases: &[Case] = &[
             (Accept::Key(pem(&key)), &anyone, Ok("public-key")),
             (Accept::Each(Some(pem(&key))), &anyone, Ok("public-key")),
             (
