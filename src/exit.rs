@@ -195,6 +195,9 @@ static CLASSIFIERS: &[(&str, Classifier)] = classifiers![
     vouch_core::portable_path::Collision,
     vouch_attest::ContextError,
     vouch_attest::SignError,
+    vouch_attest::SignerError,
+    vouch_attest::UnknownSigner,
+    vouch_fetch::PinError,
     vouch_workflows::Error,
     vouch_fs::seal::SealError,
     std::io::Error,
@@ -416,6 +419,29 @@ impl Classify for vouch_attest::SignError {
             S::NoAmbientToken | S::Keyless { .. } | S::Crypto(_) | S::KeyGen => Status::Signing,
             S::Json(_) => Status::Internal,
         })
+    }
+}
+
+impl Classify for vouch_attest::SignerError {
+    fn status(&self) -> Option<Status> {
+        match self {
+            vouch_attest::SignerError::ReadKey { .. } => Some(Status::Io),
+            vouch_attest::SignerError::Sign(e) => e.status(),
+        }
+    }
+}
+
+impl Classify for vouch_attest::UnknownSigner {
+    fn status(&self) -> Option<Status> {
+        Some(Status::Usage)
+    }
+}
+
+/// A pin failure becomes a rejected candidate; alone (every candidate rejected) it means no
+/// artifact comes from the expected run.
+impl Classify for vouch_fetch::PinError {
+    fn status(&self) -> Option<Status> {
+        Some(Status::NoRun)
     }
 }
 

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::Context as _;
 use clap::Args;
-use vouch_attest::{KeylessServices, RunContext, Subject, VouchClaims, statement_for};
+use vouch_attest::{RunContext, SignerInputs, SignerSpec, Subject, VouchClaims, statement_for};
 
 use crate::cli::Common;
 use crate::common::{hash_file, usage, write_atomically};
@@ -229,14 +229,11 @@ fn run_context(args: &ContextArgs, claims: &ClaimArgs) -> anyhow::Result<RunCont
 }
 
 pub fn run(args: AttestArgs) -> anyhow::Result<ExitCode> {
-    let key_path = args.signer.strip_prefix("key:");
-    if key_path.is_none() && args.signer != "sigstore" {
-        return Err(usage(format!(
-            "--signer {:?}: expected `sigstore` or `key:PATH`",
-            args.signer
-        )));
-    }
-    if key_path.is_some() {
+    let spec: SignerSpec = args
+        .signer
+        .parse()
+        .map_err(|e| usage(format!("--signer {e}")))?;
+    if !spec.kind().keyless {
         let keyless_only: Vec<&str> = [
             ("--fulcio-url", args.fulcio_url.is_some()),
             ("--rekor-url", args.rekor_url.is_some()),
@@ -273,34 +270,20 @@ pub fn run(args: AttestArgs) -> anyhow::Result<ExitCode> {
     };
     let statement = statement_for(&ctx, subjects, &claims);
 
-    let bundle = if let Some(key_path) = key_path {
-        let pem = std::fs::read_to_string(key_path)
-            .with_context(|| format!("reading key {key_path:?}"))?;
-        let key = vouch_attest::load_key(&pem, key_path)?;
-        vouch_attest::sign_with_key(&statement, &key)?
-    } else {
-        let services = KeylessServices {
-            fulcio_url: args
-                .fulcio_url
-                .clone()
-                .unwrap_or_else(|| vouch_attest::sign::PRODUCTION_FULCIO_URL.into()),
-            rekor_url: args
-                .rekor_url
-                .clone()
-                .unwrap_or_else(|| vouch_attest::sign::PRODUCTION_REKOR_URL.into()),
-        };
-        let rt = crate::common::runtime()?;
-        rt.block_on(async {
-            let token = match &args.oidc_token_file {
-                Some(f) => {
-                    vouch_attest::token_from_jwt(secrecy::ExposeSecret::expose_secret(&f.jwt))
-                        .with_context(|| format!("the OIDC token from {:?}", f.path))?
-                }
-                None => vouch_attest::ambient_token().await?,
-            };
-            anyhow::Ok(vouch_attest::sign_keyless(&statement, token, &services).await?)
-        })?
+    let oidc_token = match &args.oidc_token_file {
+        Some(f) => Some(
+            vouch_attest::token_from_jwt(secrecy::ExposeSecret::expose_secret(&f.jwt))
+                .with_context(|| format!("the OIDC token from {:?}", f.path))?,
+        ),
+        None => None,
     };
+    let inputs = SignerInputs {
+        fulcio_url: args.fulcio_url.clone(),
+        rekor_url: args.rekor_url.clone(),
+        oidc_token,
+    };
+    let signer = spec.signer(inputs)?;
+    let bundle = crate::common::runtime()?.block_on(signer.sign(&statement))?;
     let json = bundle.to_json_pretty().context("serializing the bundle")?;
     write_atomically(&args.out, json.as_bytes())?;
     if args.common.json {

@@ -41,13 +41,15 @@ pub fn audit(args: AuditArgs) -> anyhow::Result<ExitCode> {
     // Every flag reaches the policy each file is held to: --run-id, --pr and --cell as well as
     // the identity flags, exactly as `vouch verify` applies them.
     let cli = args.policy.cli_spec();
-    let key_pem = args.policy.read_key()?;
-    let verifier = vouch_verify::Verifier::new(args.policy.trust_root())?;
+    let trust = vouch_verify::TrustSpec {
+        root: args.policy.trust_root(),
+        accept: vouch_verify::Accept::Each(args.policy.read_key()?),
+    }
+    .load()?;
     let auditor = Auditor {
         cli,
         policy_file,
-        key_pem,
-        verifier,
+        trust,
     };
     let (files, unreadable) = vouch_audit::find_files(&args.paths);
     let mut rows = auditor.audit(&files);
@@ -150,7 +152,7 @@ pub fn rebuild(args: RebuildArgs) -> anyhow::Result<ExitCode> {
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     let policy = args.policy.policy(Some(&vouch_audit::dist_name(&name)))?;
-    let key_pem = args.policy.read_key()?;
+    let trust = args.policy.trust()?;
     let digest = crate::common::hash_file(&args.wheel)?;
     let text = crate::common::read_regular_to_string(&args.bundle)?;
     let evidence = vouch_verify::parse_evidence(&text, &args.bundle.display().to_string())?;
@@ -160,20 +162,8 @@ pub fn rebuild(args: RebuildArgs) -> anyhow::Result<ExitCode> {
             format!("{:?} holds no evidence", args.bundle),
         )
     })?;
-    let verified = match &key_pem {
-        Some(pem) => vouch_verify::verify_with_key(
-            &digest,
-            ev,
-            pem,
-            &policy,
-            Some(&args.policy.trust_root().load()?),
-        )?,
-        None => {
-            vouch_verify::Verifier::new(args.policy.trust_root())?.verify(&digest, ev, &policy)?
-        }
-    };
-    let vouch = verified.statement.vouch.clone().unwrap_or_default();
-    let epoch = vouch["source_date_epoch"].as_u64();
+    let verified = trust.load()?.verify(&digest, ev, &policy)?;
+    let epoch = verified.statement.claims.source_date_epoch;
     let commit = verified.signer.sha.clone();
     let mut notes = Vec::new();
     match (git_head(&args.source), &commit) {

@@ -107,8 +107,10 @@ fn publish_and_install(
         cell: None,
     };
     let cfg = vouch_fetch::VerifyConfig {
-        trust: vouch_fetch::Trust::Key(public_key.to_owned()),
-        root: vouch_verify::TrustRootSource::Production,
+        trust: vouch_verify::TrustSpec {
+            root: vouch_verify::TrustRootSource::Production,
+            accept: vouch_verify::Accept::Key(public_key.to_owned()),
+        },
         runner: Some("local".into()),
     };
     let source = vouch_fetch::LocalStore { root: store };
@@ -174,8 +176,13 @@ fn sign_and_cross_verify(
         runner: Some("local".into()),
         ..Default::default()
     };
-    let verified =
-        vouch_verify::verify_with_key(&builds[1].sha256, &evidence[0], &public, &policy, None)?;
+    let trust = vouch_verify::TrustSpec {
+        root: vouch_verify::TrustRootSource::Production,
+        accept: vouch_verify::Accept::Key(public.clone()),
+    };
+    let verified = trust
+        .load()?
+        .verify(&builds[1].sha256, &evidence[0], &policy)?;
     Ok((bundle_path, verified, public))
 }
 

@@ -7,9 +7,9 @@ use clap::Args;
 use secrecy::SecretString;
 use vouch_core::{ArtifactName, Platform, PythonVersion};
 use vouch_fetch::{
-    ArtifactSource, Expectation, FetchError, FetchReport, RejectKind, RunInfo, Trust, VerifyConfig,
+    ArtifactSource, Expectation, FetchError, FetchReport, RejectKind, RunInfo, VerifyConfig,
 };
-use vouch_verify::TrustRootSource;
+use vouch_verify::{Accept, TrustRootSource, TrustSpec};
 
 use crate::exit::{Status, verify_status};
 use crate::output;
@@ -266,19 +266,16 @@ impl FetchArgs {
     }
 
     fn verify_config(&self) -> anyhow::Result<VerifyConfig> {
-        let trust = match &self.key {
+        let accept = match &self.key {
             // A wrong file must fail here, not after the API calls and the download.
-            Some(k) => Trust::Key(crate::commands::verify::read_public_key(k)?),
-            None => Trust::Keyless,
-        };
-        let root = match (&self.trust_root, self.staging) {
-            (Some(r), _) => TrustRootSource::File(r.clone()),
-            (None, true) => TrustRootSource::Staging,
-            (None, false) => TrustRootSource::Production,
+            Some(k) => Accept::Key(crate::commands::verify::read_public_key(k)?),
+            None => Accept::Keyless,
         };
         Ok(VerifyConfig {
-            trust,
-            root,
+            trust: TrustSpec {
+                root: TrustRootSource::choose(self.trust_root.clone(), self.staging),
+                accept,
+            },
             runner: (self.runner != "any").then(|| self.runner.clone()),
         })
     }

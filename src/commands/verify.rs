@@ -7,7 +7,7 @@ use anyhow::Context as _;
 use clap::Args;
 use vouch_core::Sha256Digest;
 use vouch_verify::{
-    Policy, TrustRootSource, Verified, Verifier, VerifyError, parse_evidence, verify_with_key,
+    Accept, Policy, TrustRootSource, TrustSpec, Verified, VerifyError, parse_evidence,
 };
 
 use crate::cli::Common;
@@ -77,11 +77,18 @@ pub struct PolicyArgs {
 
 impl PolicyArgs {
     pub fn trust_root(&self) -> TrustRootSource {
-        match (&self.trust_root, self.staging) {
-            (Some(p), _) => TrustRootSource::File(p.clone()),
-            (None, true) => TrustRootSource::Staging,
-            (None, false) => TrustRootSource::Production,
-        }
+        TrustRootSource::choose(self.trust_root.clone(), self.staging)
+    }
+
+    /// What is trusted: the key when one is given (checked first), else certificates.
+    pub fn trust(&self) -> anyhow::Result<TrustSpec> {
+        Ok(TrustSpec {
+            root: self.trust_root(),
+            accept: match self.read_key()? {
+                Some(pem) => Accept::Key(pem),
+                None => Accept::Keyless,
+            },
+        })
     }
 
     /// The policy from the policy file (its defaults, then the entry for `dist`), then flags.
@@ -254,7 +261,7 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
         .and_then(|f| f.file_name())
         .map(|n| vouch_audit::dist_name(&n.to_string_lossy()));
     let policy = args.policy.policy(dist.as_deref())?;
-    let key_pem = args.policy.read_key()?;
+    let trust = args.policy.trust()?;
     let digest = match (&args.file, args.digest) {
         (Some(f), _) => crate::common::hash_file(f)?,
         (None, Some(d)) => d,
@@ -269,20 +276,11 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
     let text = read_regular_to_string(evidence_path)?;
     let result = (|| -> Result<Vec<Verified>, VerifyError> {
         let evidence = parse_evidence(&text, &evidence_path.display().to_string())?;
-        if let Some(pem) = &key_pem {
-            // Key-signed bundles with log entries are checked against the trust root too.
-            let root = Some(args.policy.trust_root().load()?);
-            evidence
-                .iter()
-                .map(|e| verify_with_key(&digest, e, pem, &policy, root.as_ref()))
-                .collect()
-        } else {
-            let verifier = Verifier::new(args.policy.trust_root())?;
-            evidence
-                .iter()
-                .map(|e| verifier.verify(&digest, e, &policy))
-                .collect()
-        }
+        let trust = trust.load()?;
+        evidence
+            .iter()
+            .map(|e| trust.verify(&digest, e, &policy))
+            .collect()
     })();
     match result {
         Ok(all) => {

@@ -1,15 +1,17 @@
-//! Provenance for vouch builds: the run context a build happened in (GitHub Actions or local)
-//! and the in-toto Statement v1 with a SLSA provenance v1 predicate that describes it.
+//! Provenance for vouch builds: the run context a build happened in (GitHub Actions or local),
+//! the in-toto Statement v1 with a SLSA provenance v1 predicate that describes it, and the
+//! signers that turn it into a Sigstore bundle.
 
 mod context;
-pub mod sign;
+pub mod signer;
 mod statement;
 
 pub use context::{ContextError, RunContext};
-pub use sign::{
-    KeylessServices, PAYLOAD_TYPE, SignError, ambient_token, generate_key, load_key, sign_keyless,
-    sign_with_key, token_from_jwt,
+pub use signer::key::{generate_key, load_key, sign_with_key};
+pub use signer::keyless::{KeylessServices, ambient_token, sign_keyless, token_from_jwt};
+pub use signer::{
+    PAYLOAD_TYPE, SIGNERS, SignError, Signer, SignerError, SignerInputs, SignerKind, SignerSpec,
+    UnknownSigner,
 };
-pub use statement::{
-    BUILD_TYPE, PREDICATE_SLSA_V1, STATEMENT_TYPE, Statement, Subject, VouchClaims, statement_for,
-};
+pub use statement::{Statement, Subject, statement_for};
+pub use vouch_core::statement::{BUILD_TYPE, PREDICATE_SLSA_V1, STATEMENT_TYPE, VouchClaims};

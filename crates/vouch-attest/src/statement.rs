@@ -4,12 +4,9 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use vouch_core::Sha256Digest;
+use vouch_core::statement::{BUILD_TYPE, PREDICATE_SLSA_V1, STATEMENT_TYPE, VouchClaims};
 
 use crate::RunContext;
-
-pub const STATEMENT_TYPE: &str = "https://in-toto.io/Statement/v1";
-pub const PREDICATE_SLSA_V1: &str = "https://slsa.dev/provenance/v1";
-pub const BUILD_TYPE: &str = "https://actions.github.io/buildtypes/workflow/v1";
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Subject {
@@ -34,30 +31,6 @@ pub struct Statement {
     #[serde(rename = "predicateType")]
     pub predicate_type: String,
     pub predicate: Value,
-}
-
-/// What vouch adds beyond GitHub's build type. A verifier checks these against the
-/// certificate and the consumer's policy; they are never trusted alone.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct VouchClaims {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub cell: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub pr_number: Option<u64>,
-    /// The PR's head commit; under `pull_request` the run's `GITHUB_SHA` is the merge commit.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub pr_head_sha: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub merge_sha: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub artifact_name: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub build_inputs_digest: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub cache_scope: Option<String>,
-    /// The epoch stamped on every file, so a rebuild can use the same.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub source_date_epoch: Option<u64>,
 }
 
 /// Builds the statement for `subjects` produced in `ctx`.

@@ -7,7 +7,7 @@ use rayon::prelude::*;
 use serde::Serialize;
 use vouch_core::Sha256Digest;
 use vouch_verify::{
-    ErrorKind, Evidence, EvidenceFormat, Policy, PolicyFile, Verified, Verifier, VerifyError,
+    ErrorKind, Evidence, EvidenceFormat, Policy, PolicyFile, Trust, Verified, VerifyError,
 };
 
 /// Evidence file suffixes, in the order they are looked for.
@@ -51,8 +51,9 @@ pub struct Auditor {
     /// What the command line said; applied last, so it wins over the policy file.
     pub cli: vouch_verify::PolicySpec,
     pub policy_file: Option<PolicyFile>,
-    pub key_pem: Option<String>,
-    pub verifier: Verifier,
+    /// Loaded from a [`vouch_verify::Accept::Each`] spec: a release directory may hold files
+    /// signed keyless and with a key side by side.
+    pub trust: Trust,
 }
 
 fn is_dist(name: &str) -> bool {
@@ -235,33 +236,8 @@ impl Auditor {
         digest: &Sha256Digest,
         ev: &Evidence,
     ) -> Result<Verified, VerifyError> {
-        let policy = self.policy_for(dist, ev.format);
-        if ev.key_signed() {
-            let key = self.key_pem.as_deref().ok_or_else(|| {
-                VerifyError::new(
-                    ErrorKind::TrustRoot,
-                    "key-signed bundle, and no --key given",
-                )
-            })?;
-            return vouch_verify::verify_with_key(
-                digest,
-                ev,
-                key,
-                &policy,
-                Some(self.verifier.trust_root()),
-            );
-        }
-        // The built repository must be named; a signer workflow alone names only where a
-        // reusable workflow lives.
-        if policy.repository.is_none() {
-            return Err(VerifyError::new(
-                ErrorKind::Policy,
-                format!(
-                    "no expected identity for {dist:?}: give --repo or a [[project]] entry in --policy"
-                ),
-            ));
-        }
-        self.verifier.verify(digest, ev, &policy)
+        self.trust
+            .verify(digest, ev, &self.policy_for(dist, ev.format))
     }
 
     pub fn audit_file(&self, file: &Path) -> Row {

@@ -4,6 +4,7 @@ mod artifact;
 mod digest;
 pub mod portable_path;
 pub mod redact;
+pub mod statement;
 
 pub use artifact::{ArtifactName, NameError, Platform, PythonVersion};
 pub use digest::{DigestError, Sha256Digest, Sha256Hasher};

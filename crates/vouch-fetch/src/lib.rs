@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 use vouch_core::Sha256Digest;
-use vouch_verify::{TrustRootSource, Verified, Verifier, VerifyError};
+use vouch_verify::{Trust, TrustSpec, Verified, VerifyError};
 
 pub use extract::{ExtractLimits, extract_safely};
 pub use install::{InstallError, pip_install_verified};
@@ -46,19 +46,10 @@ pub struct Expectation {
     pub cell: Option<String>,
 }
 
-/// How the wheels inside are verified.
-#[derive(Clone, Debug)]
-pub enum Trust {
-    Keyless,
-    /// A PEM public key (key-signed bundles; their log entries, if any, are checked against
-    /// the trust root).
-    Key(String),
-}
-
 #[derive(Clone, Debug)]
 pub struct VerifyConfig {
-    pub trust: Trust,
-    pub root: TrustRootSource,
+    /// How the wheels inside are verified.
+    pub trust: TrustSpec,
     /// `None` accepts any runner.
     pub runner: Option<String>,
 }
@@ -200,20 +191,10 @@ pub async fn fetch(
     out: &Path,
 ) -> Result<FetchReport, FetchError> {
     let located = locate::locate(source, exp).await?;
-    let verifier = Verifier::new(cfg.root.clone()).map_err(FetchError::Trust)?;
+    let trust = cfg.trust.load().map_err(FetchError::Trust)?;
     let mut rejected = Vec::new();
     for artifact in &located.candidates {
-        match candidate(
-            source,
-            exp,
-            cfg,
-            &verifier,
-            &located.workflow,
-            artifact,
-            out,
-        )
-        .await
-        {
+        match candidate(source, exp, cfg, &trust, &located.workflow, artifact, out).await {
             Ok((run_id, wheels)) => {
                 return Ok(FetchReport {
                     artifact_name: exp.artifact_name.clone(),
@@ -242,7 +223,7 @@ async fn candidate(
     source: &dyn ArtifactSource,
     exp: &Expectation,
     cfg: &VerifyConfig,
-    verifier: &Verifier,
+    trust: &Trust,
     workflow: &Workflow,
     artifact: &Artifact,
     out: &Path,
@@ -261,7 +242,7 @@ async fn candidate(
     .map_err(|reason| reject(id, Some(run_id), RejectKind::Archive, reason))?;
     let pairs = pair::pair(&files)
         .map_err(|e| reject(id, Some(run_id), RejectKind::Verify, e.to_string()))?;
-    let verified = verify::verify_all(pairs, id, exp, run_id, cfg, verifier)?;
+    let verified = verify::verify_all(pairs, id, exp, run_id, cfg, trust)?;
     Ok((run_id, commit::commit(out, verified)?))
 }
 

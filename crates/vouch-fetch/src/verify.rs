@@ -4,10 +4,10 @@
 use std::path::Path;
 
 use vouch_core::Sha256Digest;
-use vouch_verify::{Evidence, Policy, Verified, Verifier, VerifyError};
+use vouch_verify::{Evidence, Policy, Trust, Verified, VerifyError};
 
 use crate::pair::Pair;
-use crate::{Expectation, RejectKind, Rejection, Trust, VerifyConfig, reject};
+use crate::{Expectation, RejectKind, Rejection, VerifyConfig, reject};
 
 /// A wheel that passed, with what was verified about it.
 pub(crate) struct VerifiedFile {
@@ -23,12 +23,12 @@ pub(crate) fn verify_all(
     exp: &Expectation,
     run_id: u64,
     cfg: &VerifyConfig,
-    verifier: &Verifier,
+    trust: &Trust,
 ) -> Result<Vec<VerifiedFile>, Rejection> {
     pairs
         .into_iter()
         .map(
-            |pair| match verify_wheel(&pair.wheel, &pair.bundle, exp, run_id, cfg, verifier) {
+            |pair| match verify_wheel(&pair.wheel, &pair.bundle, exp, run_id, cfg, trust) {
                 Ok((sha256, verified)) => Ok(VerifiedFile {
                     pair,
                     sha256,
@@ -77,7 +77,7 @@ fn verify_wheel(
     exp: &Expectation,
     run_id: u64,
     cfg: &VerifyConfig,
-    verifier: &Verifier,
+    trust: &Trust,
 ) -> Result<(Sha256Digest, Verified), VerifyError> {
     let data = std::fs::read(file).map_err(|e| {
         VerifyError::with_source(
@@ -105,24 +105,11 @@ fn verify_wheel(
     }
     let mut verified = None;
     for ev in &evidence {
-        verified = Some(match &cfg.trust {
-            Trust::Key(pem) => vouch_verify::verify_with_key(
-                &digest,
-                ev,
-                pem,
-                &policy,
-                Some(verifier.trust_root()),
-            )?,
-            Trust::Keyless => verifier.verify(&digest, ev, &policy)?,
-        });
+        verified = Some(trust.verify(&digest, ev, &policy)?);
     }
     let verified = verified.expect("evidence is not empty");
     if exp.event == "pull_request" {
-        let head = verified
-            .statement
-            .vouch
-            .as_ref()
-            .and_then(|v| v["pr_head_sha"].as_str());
+        let head = verified.statement.claims.pr_head_sha.as_deref();
         if head != Some(exp.sha.as_str()) {
             return Err(VerifyError::mismatch(
                 vouch_verify::ErrorKind::Statement,

@@ -7,6 +7,7 @@ mod evidence;
 mod policy;
 mod policy_file;
 mod root;
+mod trust;
 mod verify;
 
 pub use error::{ErrorKind, VerifyError};
@@ -15,9 +16,11 @@ pub use evidence::{
     read_regular_to_string,
 };
 pub use policy::{
-    GITHUB_ISSUER, PREDICATE_PEP740, Policy, SignerIdentity, StatementSummary, check_statement,
-    is_commit_sha, run_id_of,
+    GITHUB_ISSUER, Policy, SignerIdentity, StatementSummary, check_statement, is_commit_sha,
+    run_id_of,
 };
 pub use policy_file::{PolicyFile, PolicyFileError, PolicySpec, ProjectPolicy};
 pub use root::TrustRootSource;
-pub use verify::{Checks, Verified, Verifier, check_public_key, verify_with_key};
+pub use trust::{Accept, Trust, TrustSpec, check_public_key};
+pub use verify::{Checks, Verified};
+pub use vouch_core::statement::{PREDICATE_PEP740, VouchClaims};

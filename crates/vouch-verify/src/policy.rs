@@ -4,15 +4,13 @@
 use serde::Serialize;
 use serde_json::Value;
 use sigstore_crypto::CertificateInfo;
+use vouch_core::statement::{
+    GITHUB_BUILD_TYPES, PREDICATE_SLSA_V1, STATEMENT_TYPE, VOUCH_CLAIMS_POINTER, VouchClaims,
+};
 
 use crate::{ErrorKind, VerifyError};
 
 pub const GITHUB_ISSUER: &str = "https://token.actions.githubusercontent.com";
-pub const PREDICATE_PEP740: &str = "https://docs.pypi.org/attestations/publish/v1";
-const GITHUB_BUILD_TYPES: &[&str] = &[
-    "https://actions.github.io/buildtypes/workflow/v1",
-    "https://slsa-framework.github.io/github-actions-buildtypes/workflow/v1",
-];
 
 #[derive(Clone, Debug)]
 pub struct Policy {
@@ -50,7 +48,7 @@ impl Default for Policy {
             run_id: None,
             issuer: GITHUB_ISSUER.into(),
             runner: Some("github-hosted".into()),
-            predicate_type: vouch_attest::PREDICATE_SLSA_V1.into(),
+            predicate_type: PREDICATE_SLSA_V1.into(),
             pr: None,
             cell: None,
         }
@@ -145,7 +143,10 @@ impl Policy {
             let repo = self.repository.as_deref().ok_or_else(|| {
                 VerifyError::new(
                     ErrorKind::Policy,
-                    format!("workflow {spec:?} is a path; give --repo too, or OWNER/REPO/{spec}"),
+                    format!(
+                        "workflow {spec:?} is a path, and the policy names no repository to find \
+                         it in; name the repository, or give OWNER/REPO/{spec}"
+                    ),
                 )
             })?;
             format!("{}/{repo}/{path}", self.server_url)
@@ -346,8 +347,12 @@ pub fn run_id_of(uri: &str) -> Option<&str> {
 pub struct StatementSummary {
     pub predicate_type: String,
     pub subjects: Vec<String>,
+    /// vouch's claims as the statement carries them, shown verbatim.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub vouch: Option<Value>,
+    /// The same claims, typed, for readers; empty when the statement has none.
+    #[serde(skip)]
+    pub claims: VouchClaims,
 }
 
 /// Parses the statement and checks its type, predicate type, that `digest_hex` is a subject,
@@ -378,11 +383,7 @@ pub fn check_statement(
             ))
         }
     };
-    stmt(
-        "statement _type",
-        vouch_attest::STATEMENT_TYPE,
-        str_at("/_type"),
-    )?;
+    stmt("statement _type", STATEMENT_TYPE, str_at("/_type"))?;
     stmt(
         "predicateType",
         &policy.predicate_type,
@@ -419,13 +420,22 @@ pub fn check_statement(
     }
 
     let p = &st["predicate"];
+    let claims = VouchClaims::from_predicate(p)
+        .map_err(|e| {
+            VerifyError::with_source(
+                ErrorKind::Statement,
+                "statement claim internalParameters.vouch is not vouch's claims",
+                e,
+            )
+        })?
+        .unwrap_or_default();
     let build_type = str_at("/predicate/buildDefinition/buildType");
     let github_build = build_type.is_some_and(|t| GITHUB_BUILD_TYPES.contains(&t));
     // A GitHub Actions certificate over SLSA provenance must use GitHub's build type: another
     // type would skip every claim-by-claim comparison below.
     if let Some(id) = id
         && id.issuer.as_deref() == Some(GITHUB_ISSUER)
-        && str_at("/predicateType") == Some(vouch_attest::PREDICATE_SLSA_V1)
+        && str_at("/predicateType") == Some(PREDICATE_SLSA_V1)
         && !github_build
     {
         return Err(VerifyError::mismatch(
@@ -490,17 +500,15 @@ pub fn check_statement(
             p["runDetails"]["metadata"]["invocationId"].as_str(),
             id.run.as_deref(),
         )?;
-        if let Some(merge) = bd["internalParameters"]["vouch"]["merge_sha"].as_str() {
+        if let Some(merge) = claims.merge_sha.as_deref() {
             agree(
                 "internalParameters.vouch.merge_sha",
                 Some(merge),
                 id.sha.as_deref(),
             )?;
         }
-        if let (Some(pr), Some(r)) = (
-            bd["internalParameters"]["vouch"]["pr_number"].as_u64(),
-            id.git_ref.as_deref(),
-        ) && let Some(rest) = r.strip_prefix("refs/pull/")
+        if let (Some(pr), Some(r)) = (claims.pr_number, id.git_ref.as_deref())
+            && let Some(rest) = r.strip_prefix("refs/pull/")
             && rest.split('/').next() != Some(pr.to_string().as_str())
         {
             return Err(VerifyError::new(
@@ -512,9 +520,7 @@ pub fn check_statement(
         }
     }
 
-    let vouch = p
-        .pointer("/buildDefinition/internalParameters/vouch")
-        .cloned();
+    let vouch = p.pointer(VOUCH_CLAIMS_POINTER).cloned();
     if let (Some(expected), Some(id)) = (policy.pr, id) {
         // The certificate, not only the statement, must say which pull request was built.
         let want = format!("refs/pull/{expected}/merge");
@@ -528,10 +534,7 @@ pub fn check_statement(
         }
     }
     if let Some(expected) = policy.pr {
-        let found = vouch
-            .as_ref()
-            .and_then(|v| v["pr_number"].as_u64())
-            .map(|n| n.to_string());
+        let found = claims.pr_number.map(|n| n.to_string());
         if found.as_deref() != Some(expected.to_string().as_str()) {
             return Err(VerifyError::mismatch(
                 ErrorKind::Policy,
@@ -542,7 +545,7 @@ pub fn check_statement(
         }
     }
     if let Some(expected) = &policy.cell {
-        let found = vouch.as_ref().and_then(|v| v["cell"].as_str());
+        let found = claims.cell.as_deref();
         if found != Some(expected.as_str()) {
             return Err(VerifyError::mismatch(
                 ErrorKind::Policy,
@@ -556,5 +559,429 @@ pub fn check_statement(
         predicate_type: str_at("/predicateType").unwrap_or_default().to_owned(),
         subjects: names,
         vouch,
+        claims,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+    use vouch_core::statement::PREDICATE_PEP740;
+
+    use super::*;
+
+    const REPO: &str = "https://github.com/o/r";
+    const SHA: &str = "0123456789abcdef0123456789abcdef01234567";
+    const DIGEST: &str = "aa";
+
+    /// A certificate identity for a push build of `o/r` on main.
+    fn cert() -> SignerIdentity {
+        SignerIdentity {
+            issuer: Some(GITHUB_ISSUER.into()),
+            san: Some(format!("{REPO}/.github/workflows/ci.yml@refs/heads/main")),
+            repository: Some(REPO.into()),
+            git_ref: Some("refs/heads/main".into()),
+            sha: Some(SHA.into()),
+            signer_workflow: Some(format!("{REPO}/.github/workflows/ci.yml@refs/heads/main")),
+            build_workflow: Some(format!("{REPO}/.github/workflows/ci.yml@refs/heads/main")),
+            event: Some("push".into()),
+            run: Some(format!("{REPO}/actions/runs/5/attempts/1")),
+            runner: Some("github-hosted".into()),
+        }
+    }
+
+    fn policy() -> Policy {
+        Policy {
+            repository: Some("o/r".into()),
+            ..Policy::default()
+        }
+    }
+
+    /// The statement vouch writes for `cert()`'s build.
+    fn statement() -> Value {
+        json!({
+            "_type": STATEMENT_TYPE,
+            "subject": [{ "name": "f.whl", "digest": { "sha256": DIGEST } }],
+            "predicateType": PREDICATE_SLSA_V1,
+            "predicate": {
+                "buildDefinition": {
+                    "buildType": GITHUB_BUILD_TYPES[0],
+                    "externalParameters": { "workflow": {
+                        "ref": "refs/heads/main",
+                        "repository": REPO,
+                        "path": ".github/workflows/ci.yml",
+                    } },
+                    "internalParameters": {
+                        "github": { "event_name": "push", "runner_environment": "github-hosted" },
+                        "vouch": { "cell": "c1" },
+                    },
+                    "resolvedDependencies": [{ "uri": "git+x", "digest": { "gitCommit": SHA } }],
+                },
+                "runDetails": { "metadata": {
+                    "invocationId": format!("{REPO}/actions/runs/5/attempts/1"),
+                } },
+            }
+        })
+    }
+
+    #[test]
+    fn patterns() {
+        for (pattern, value, expected) in [
+            ("refs/tags/v*", "refs/tags/v1.2", true),
+            ("refs/tags/v*", "refs/heads/v1", false),
+            ("refs/heads/main", "refs/heads/main", true),
+            ("refs/heads/main", "refs/heads/main2", false),
+            ("*", "anything", true),
+        ] {
+            assert_eq!(
+                pattern_matches(pattern, value),
+                expected,
+                "{pattern} {value}"
+            );
+        }
+    }
+
+    #[test]
+    fn small_parsers() {
+        for (s, expected) in [
+            (SHA, true),
+            ("0123456", false),
+            ("0123456789ABCDEF0123456789abcdef01234567", false),
+            ("g123456789abcdef0123456789abcdef01234567", false),
+        ] {
+            assert_eq!(is_commit_sha(s), expected, "{s}");
+        }
+        for (uri, expected) in [
+            (
+                "https://github.com/o/r/actions/runs/123/attempts/1",
+                Some("123"),
+            ),
+            ("https://github.com/o/r/actions/runs/123", Some("123")),
+            ("https://github.com/o/r", None),
+        ] {
+            assert_eq!(run_id_of(uri), expected, "{uri}");
+        }
+    }
+
+    #[test]
+    fn workflow_specs() {
+        let with_repo = policy();
+        let without = Policy::default();
+        for (p, spec, expected) in [
+            (
+                &with_repo,
+                ".github/workflows/ci.yml",
+                Ok(format!("{REPO}/.github/workflows/ci.yml")),
+            ),
+            (
+                &with_repo,
+                ".github/workflows/ci.yml@refs/heads/main",
+                Ok(format!("{REPO}/.github/workflows/ci.yml@refs/heads/main")),
+            ),
+            (
+                &without,
+                "x/y/.github/workflows/a.yml@v1",
+                Ok("https://github.com/x/y/.github/workflows/a.yml@v1".to_owned()),
+            ),
+            (
+                &without,
+                ".github/workflows/ci.yml",
+                Err("the policy names no repository"),
+            ),
+        ] {
+            let got = p.workflow_uri(spec).map_err(|e| e.message);
+            match (got, expected) {
+                (Ok(g), Ok(e)) => assert_eq!(g, e, "{spec}"),
+                (Err(g), Err(e)) => assert!(g.contains(e) && !g.contains("--"), "{spec}: {g}"),
+                (g, e) => panic!("{spec}: {g:?}, expected {e:?}"),
+            }
+        }
+    }
+
+    /// Each policy field, set to what the certificate does not say, fails naming the claim by
+    /// its OID for a certificate and by the statement field for a key-signed statement.
+    #[test]
+    fn identity_mismatches_name_the_claim() {
+        type Edit = fn(&mut Policy);
+        let cases: &[(Edit, &str, &str)] = &[
+            (
+                |p| p.repository = Some("o/other".into()),
+                "source repository (OID .1.12)",
+                "source repository (statement claim externalParameters.workflow.repository)",
+            ),
+            (
+                |p| p.signer_workflow = Some(".github/workflows/other.yml".into()),
+                "build signer workflow (OID .1.9)",
+                "build signer workflow (statement claim externalParameters.workflow)",
+            ),
+            (
+                |p| p.build_workflow = Some(".github/workflows/ci.yml@refs/heads/dev".into()),
+                "build config workflow (OID .1.18)",
+                "build config workflow (statement claim externalParameters.workflow)",
+            ),
+            (
+                |p| p.git_ref = Some("refs/tags/v*".into()),
+                "source ref (OID .1.14)",
+                "source ref (statement claim externalParameters.workflow.ref)",
+            ),
+            (
+                |p| p.sha = Some("1".repeat(40)),
+                "source commit (OID .1.13)",
+                "source commit (statement claim resolvedDependencies[0].digest.gitCommit)",
+            ),
+            (
+                |p| p.event = Some("pull_request".into()),
+                "build trigger (OID .1.20)",
+                "build trigger (statement claim internalParameters.github.event_name)",
+            ),
+            (
+                |p| p.runner = Some("self-hosted".into()),
+                "runner environment (OID .1.11)",
+                "runner environment (statement claim internalParameters.github.runner_environment)",
+            ),
+            (
+                |p| p.run_id = Some("6".into()),
+                "run (OID .1.21)",
+                "run (statement claim runDetails.metadata.invocationId)",
+            ),
+            (
+                |p| p.issuer = "https://other".into(),
+                "issuer (OID 1.3.6.1.4.1.57264.1.8)",
+                "",
+            ),
+        ];
+        for (edit, from_cert, from_statement) in cases {
+            let mut p = policy();
+            edit(&mut p);
+            let e = p.check_certificate(&cert()).unwrap_err();
+            assert_eq!(e.kind, ErrorKind::Policy);
+            assert!(e.message.starts_with(from_cert), "{}", e.message);
+            // A statement's claims carry no issuer (no SAN): the issuer is not held to them.
+            let claimed = SignerIdentity {
+                issuer: None,
+                san: None,
+                ..cert()
+            };
+            match (p.check_statement_claims(&claimed), *from_statement) {
+                (Ok(()), "") => {}
+                (Err(e), label) if !label.is_empty() => {
+                    assert!(e.message.starts_with(label), "{}", e.message)
+                }
+                (r, label) => panic!("{label:?}: {r:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn identity_matches() {
+        let cases: &[fn(&mut Policy)] = &[
+            |_| {},
+            |p| p.git_ref = Some("refs/heads/*".into()),
+            |p| p.signer_workflow = Some(".github/workflows/ci.yml".into()),
+            |p| p.signer_workflow = Some("o/r/.github/workflows/ci.yml@refs/heads/main".into()),
+            |p| p.run_id = Some("5".into()),
+            |p| p.runner = None,
+            |p| p.sha = Some(SHA.into()),
+        ];
+        for (i, edit) in cases.iter().enumerate() {
+            let mut p = policy();
+            edit(&mut p);
+            assert!(p.check_certificate(&cert()).is_ok(), "case {i}");
+        }
+    }
+
+    fn check(
+        st: &Value,
+        p: &Policy,
+        id: Option<&SignerIdentity>,
+    ) -> Result<StatementSummary, VerifyError> {
+        check_statement(&serde_json::to_vec(st).unwrap(), DIGEST, p, id)
+    }
+
+    #[test]
+    fn statement_accepted() {
+        let summary = check(&statement(), &policy(), Some(&cert())).unwrap();
+        assert_eq!(summary.predicate_type, PREDICATE_SLSA_V1);
+        assert_eq!(summary.subjects, ["f.whl sha256:aa"]);
+        assert_eq!(summary.claims.cell.as_deref(), Some("c1"));
+        assert_eq!(summary.vouch, Some(json!({ "cell": "c1" })));
+        let p = Policy {
+            cell: Some("c1".into()),
+            ..policy()
+        };
+        check(&statement(), &p, Some(&cert())).unwrap();
+    }
+
+    /// One edit of the statement (or the policy), the kind it fails with, and words the message
+    /// must contain.
+    #[test]
+    fn statement_refused() {
+        type Edit = fn(&mut Value, &mut Policy);
+        let cases: &[(&str, Edit, ErrorKind, &str)] = &[
+            (
+                "not json",
+                |v, _| *v = json!("x"),
+                ErrorKind::Statement,
+                "statement _type",
+            ),
+            (
+                "type",
+                |v, _| v["_type"] = json!("x"),
+                ErrorKind::Statement,
+                "statement _type",
+            ),
+            (
+                "predicate",
+                |v, _| v["predicateType"] = json!(PREDICATE_PEP740),
+                ErrorKind::Statement,
+                "predicateType",
+            ),
+            (
+                "no subjects",
+                |v, _| v["subject"] = json!([]),
+                ErrorKind::Statement,
+                "no subjects",
+            ),
+            (
+                "digest",
+                |v, _| v["subject"][0]["digest"]["sha256"] = json!("bb"),
+                ErrorKind::Digest,
+                "sha256:aa is not among the statement's subjects (f.whl sha256:bb)",
+            ),
+            (
+                "build type",
+                |v, _| v["predicate"]["buildDefinition"]["buildType"] = json!("https://other"),
+                ErrorKind::Statement,
+                "buildDefinition.buildType",
+            ),
+            (
+                "repository",
+                |v, _| {
+                    v["predicate"]["buildDefinition"]["externalParameters"]["workflow"]["repository"] =
+                        json!("https://github.com/o/x")
+                },
+                ErrorKind::Statement,
+                "externalParameters.workflow.repository = \"https://github.com/o/x\" disagrees",
+            ),
+            (
+                "path",
+                |v, _| {
+                    v["predicate"]["buildDefinition"]["externalParameters"]["workflow"]["path"] =
+                        json!(".github/workflows/x.yml")
+                },
+                ErrorKind::Statement,
+                "externalParameters.workflow.path",
+            ),
+            (
+                "commit",
+                |v, _| {
+                    v["predicate"]["buildDefinition"]["resolvedDependencies"][0]["digest"]["gitCommit"] =
+                        json!("1".repeat(40))
+                },
+                ErrorKind::Statement,
+                "resolvedDependencies[0].digest.gitCommit",
+            ),
+            (
+                "run",
+                |v, _| v["predicate"]["runDetails"]["metadata"]["invocationId"] = json!("x"),
+                ErrorKind::Statement,
+                "runDetails.metadata.invocationId",
+            ),
+            (
+                "merge sha",
+                |v, _| {
+                    v["predicate"]["buildDefinition"]["internalParameters"]["vouch"]["merge_sha"] =
+                        json!("1".repeat(40))
+                },
+                ErrorKind::Statement,
+                "internalParameters.vouch.merge_sha",
+            ),
+            (
+                "malformed claims",
+                |v, _| {
+                    v["predicate"]["buildDefinition"]["internalParameters"]["vouch"]["pr_number"] =
+                        json!("7")
+                },
+                ErrorKind::Statement,
+                "internalParameters.vouch is not vouch's claims",
+            ),
+            (
+                "policy pr needs the PR ref",
+                |_, p| p.pr = Some(7),
+                ErrorKind::Policy,
+                "source ref for the pull request (OID .1.14): expected \"refs/pull/7/merge\"",
+            ),
+            (
+                "policy cell",
+                |_, p| p.cell = Some("c2".into()),
+                ErrorKind::Policy,
+                "statement cell (internalParameters.vouch.cell): expected \"c2\", found \"c1\"",
+            ),
+        ];
+        for (what, edit, kind, words) in cases {
+            let (mut st, mut p) = (statement(), policy());
+            edit(&mut st, &mut p);
+            let e = check(&st, &p, Some(&cert())).unwrap_err();
+            assert_eq!(e.kind, *kind, "{what}: {}", e.message);
+            assert!(e.message.contains(words), "{what}: {}", e.message);
+        }
+    }
+
+    /// A pull request build: the statement's PR number must be the certificate's ref's, and the
+    /// policy's PR must be both.
+    #[test]
+    fn pull_request_claims() {
+        let pr_cert = SignerIdentity {
+            git_ref: Some("refs/pull/7/merge".into()),
+            ..cert()
+        };
+        let pr_statement = |n: u64| {
+            let mut st = statement();
+            st["predicate"]["buildDefinition"]["externalParameters"]["workflow"]["ref"] =
+                json!("refs/pull/7/merge");
+            st["predicate"]["buildDefinition"]["internalParameters"]["vouch"]["pr_number"] =
+                json!(n);
+            st
+        };
+        let p7 = Policy {
+            pr: Some(7),
+            ..policy()
+        };
+        check(&pr_statement(7), &p7, Some(&pr_cert)).unwrap();
+        let e = check(&pr_statement(8), &policy(), Some(&pr_cert)).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Statement);
+        assert!(
+            e.message.contains("pr_number = 8 disagrees"),
+            "{}",
+            e.message
+        );
+        // Key-signed (no certificate): only the statement's claim is there to hold.
+        let e = check(&pr_statement(8), &p7, None).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Policy);
+        assert!(
+            e.message.contains("expected \"7\", found \"8\""),
+            "{}",
+            e.message
+        );
+        check(&pr_statement(7), &p7, None).unwrap();
+    }
+
+    #[test]
+    fn identity_from_a_statement() {
+        let payload = serde_json::to_vec(&statement()).unwrap();
+        let id = SignerIdentity::from_statement(&payload).unwrap();
+        let wf = format!("{REPO}/.github/workflows/ci.yml@refs/heads/main");
+        assert_eq!(
+            id,
+            SignerIdentity {
+                issuer: None,
+                san: None,
+                signer_workflow: Some(wf.clone()),
+                build_workflow: Some(wf),
+                ..cert()
+            }
+        );
+        assert_eq!(id.repository_slug("https://github.com"), Some("o/r"));
+        assert_eq!(SignerIdentity::from_statement(b"not json"), None);
+    }
 }

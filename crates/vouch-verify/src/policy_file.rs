@@ -106,7 +106,7 @@ impl PolicySpec {
         }
         if let Some(t) = &self.predicate_type {
             p.predicate_type = match t.as_str() {
-                "slsa" => vouch_attest::PREDICATE_SLSA_V1.to_owned(),
+                "slsa" => vouch_core::statement::PREDICATE_SLSA_V1.to_owned(),
                 "pep740" => crate::PREDICATE_PEP740.to_owned(),
                 uri => uri.to_owned(),
             };

@@ -14,6 +14,15 @@ pub enum TrustRootSource {
 }
 
 impl TrustRootSource {
+    /// A root file when one is given, else the embedded staging or production root.
+    pub fn choose(file: Option<PathBuf>, staging: bool) -> Self {
+        match (file, staging) {
+            (Some(p), _) => TrustRootSource::File(p),
+            (None, true) => TrustRootSource::Staging,
+            (None, false) => TrustRootSource::Production,
+        }
+    }
+
     pub fn describe(&self) -> String {
         match self {
             TrustRootSource::Production => "Sigstore production (embedded)".into(),

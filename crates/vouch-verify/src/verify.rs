@@ -5,6 +5,7 @@ use sigstore_types::{
 };
 use sigstore_verify::{PublicKeyVerificationPolicy, VerificationPolicy};
 use vouch_core::Sha256Digest;
+use vouch_core::statement::PAYLOAD_TYPE;
 
 use crate::error::classify;
 use crate::policy::{SignerIdentity, StatementSummary, check_statement};
@@ -42,7 +43,7 @@ fn no_certificate(bundle: &Bundle) -> VerifyError {
     match &bundle.verification_material.content {
         VerificationMaterialContent::PublicKey(_) => VerifyError::new(
             ErrorKind::Bundle,
-            "the bundle carries no certificate (it is key-signed); verify it with --key",
+            "the bundle carries no certificate (it is key-signed); verify it with its public key",
         ),
         _ => VerifyError::new(
             ErrorKind::Bundle,
@@ -53,31 +54,25 @@ fn no_certificate(bundle: &Bundle) -> VerifyError {
     }
 }
 
-/// Parses the PEM public key a consumer gave (`--key`), so a wrong file is refused before any
-/// work is done with it.
-pub fn check_public_key(pem: &str) -> Result<(), VerifyError> {
-    parse_public_key(pem).map(drop)
-}
-
-fn parse_public_key(pem: &str) -> Result<DerPublicKey, VerifyError> {
+pub(crate) fn parse_public_key(pem: &str) -> Result<DerPublicKey, VerifyError> {
     if pem.contains("PRIVATE KEY-----") {
         return Err(VerifyError::new(
             ErrorKind::TrustRoot,
-            "the --key file holds a private key; give the public key (`vouch keygen` writes it \
-             to <key>.pub)",
+            "the file holds a private key; give the public key (`vouch keygen` writes it to \
+             <key>.pub)",
         ));
     }
     let key = DerPublicKey::from_pem(pem).map_err(|e| {
         VerifyError::with_source(
             ErrorKind::TrustRoot,
-            "the --key file is not a PEM public key (`-----BEGIN PUBLIC KEY-----`)",
+            "the file is not a PEM public key (`-----BEGIN PUBLIC KEY-----`)",
             e,
         )
     })?;
     sigstore_crypto::VerificationKey::from_spki(&key).map_err(|e| {
         VerifyError::with_source(
             ErrorKind::TrustRoot,
-            "the --key file's public key is of an unsupported kind",
+            "the file's public key is of an unsupported kind",
             e,
         )
     })?;
@@ -96,7 +91,7 @@ fn dsse_payload(bundle: &Bundle) -> Result<&[u8], VerifyError> {
 
 /// Verifies keyless (certificate) bundles against one trust root. Build once, use for many
 /// files: loading the root and its keys is the expensive part.
-pub struct Verifier {
+pub(crate) struct Verifier {
     source: TrustRootSource,
     root: TrustedRoot,
     inner: sigstore_verify::Verifier,
@@ -186,7 +181,7 @@ impl Verifier {
 
 /// Verifies a key-signed bundle with the caller's public key (PEM). Identity claims then come
 /// only from the statement, which the key holder wrote; the report says so.
-pub fn verify_with_key(
+pub(crate) fn verify_with_key(
     digest: &Sha256Digest,
     evidence: &Evidence,
     key_pem: &str,
@@ -204,7 +199,7 @@ pub fn verify_with_key(
         _ => {
             return Err(VerifyError::new(
                 ErrorKind::Bundle,
-                "the bundle carries a certificate; verify it without --key (keyless)",
+                "the bundle carries a certificate; verify it keyless, not with a public key",
             ));
         }
     };
@@ -256,11 +251,11 @@ pub fn verify_with_key(
                 e,
             )
         })?;
-        if env.payload_type != "application/vnd.in-toto+json" {
+        if env.payload_type != PAYLOAD_TYPE {
             return Err(VerifyError::mismatch(
                 ErrorKind::Statement,
                 "DSSE payloadType",
-                "application/vnd.in-toto+json",
+                PAYLOAD_TYPE,
                 Some(&env.payload_type),
             ));
         }
