@@ -6,7 +6,9 @@ use std::path::PathBuf;
 use std::net::SocketAddr;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use secrecy::SecretString;
 use vouch_cache::{GatewayUrl, Tool};
+use vouch_core::Sha256Digest;
 
 /// Reproducible Python wheel builds with signed provenance.
 ///
@@ -49,27 +51,27 @@ pub enum Command {
     /// Compare two wheels member by member. Exits 0 when identical, 1 when they differ.
     Diff(DiffArgs),
     /// Sign an in-toto SLSA provenance statement for files into a Sigstore bundle.
-    Attest(crate::commands::attest::AttestArgs),
+    Attest(AttestArgs),
     /// Generate a local ECDSA P-256 signing key for `attest --signer key:PATH`.
-    Keygen(crate::commands::attest::KeygenArgs),
+    Keygen(KeygenArgs),
     /// Verify a file (or digest) against a Sigstore bundle, PEP 740 attestation or PyPI
     /// provenance: certificate, transparency log, signature, statement, digest and identity.
-    Verify(crate::commands::verify::VerifyArgs),
+    Verify(VerifyArgs),
     /// Find the artifact built for a commit, pin its run, download, extract, verify; write the
     /// wheels only when everything passed.
-    Fetch(crate::commands::fetch::FetchCmd),
+    Fetch(FetchCmd),
     /// `fetch`, then `pip install --no-deps --require-hashes` of exactly the verified wheels.
-    Install(crate::commands::fetch::InstallCmd),
+    Install(InstallCmd),
     /// Put files into a local artifact store laid out like GitHub's artifact API.
-    Publish(crate::commands::fetch::PublishCmd),
+    Publish(PublishCmd),
     /// The scoped compiler cache: gateway, environment, counters, credential check.
     #[command(subcommand)]
     Cache(CacheCommand),
     /// Verify every distribution file under PATHs against the evidence next to it, offline.
     /// Exits 0 only when every file verified.
-    Audit(crate::commands::audit::AuditArgs),
+    Audit(AuditArgs),
     /// Rebuild a wheel from the source its provenance names and compare the bytes.
-    Rebuild(crate::commands::audit::RebuildArgs),
+    Rebuild(RebuildArgs),
     /// Print the build matrix a profile defines.
     Plan(PlanArgs),
     /// Print a cell's build-inputs digest (what a build reads, hashed).
@@ -446,4 +448,386 @@ pub struct WorkflowsArgs {
     /// profile's `workflows.sha256`].
     #[arg(long = "vouch-sha256", value_name = "HEX")]
     pub vouch_sha256: Vec<String>,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct PolicyArgs {
+    /// Source repository `OWNER/NAME` the certificate must name (OID .1.12).
+    #[arg(long, value_name = "OWNER/NAME")]
+    pub repo: Option<String>,
+    /// Workflow that signed (OID .1.9): `PATH`, `OWNER/REPO/PATH`, optionally `@REF`. For
+    /// reusable workflows this is the called workflow.
+    #[arg(long, value_name = "WORKFLOW")]
+    pub signer_workflow: Option<String>,
+    /// Top-level workflow of the run (OID .1.18, the caller of a reusable workflow).
+    #[arg(long, value_name = "WORKFLOW")]
+    pub build_workflow: Option<String>,
+    /// Source ref (OID .1.14); a trailing `*` matches any suffix, e.g. `refs/tags/v*`.
+    #[arg(long = "ref", value_name = "REF")]
+    pub git_ref: Option<String>,
+    /// Source commit, 40 hex (OID .1.13).
+    #[arg(long, value_name = "SHA", value_parser = parse_commit_sha)]
+    pub sha: Option<String>,
+    /// Build trigger, e.g. `push`, `pull_request` (OID .1.20).
+    #[arg(long, value_name = "EVENT", value_parser = parse_event_name)]
+    pub event: Option<String>,
+    /// Workflow run id (OID .1.21).
+    #[arg(long, value_name = "ID")]
+    pub run_id: Option<u64>,
+    /// OIDC issuer (OID .1.8).
+    /// [default: GitHub Actions' issuer]
+    #[arg(long, value_name = "URL")]
+    pub issuer: Option<String>,
+    /// Runner environment (OID .1.11): `github-hosted`, `self-hosted`, or `any`.
+    /// [default: github-hosted]
+    #[arg(long, value_name = "KIND")]
+    pub runner: Option<String>,
+    /// Predicate type: `slsa` (SLSA provenance v1), `pep740` (PyPI publish v1), or a URI.
+    /// [default: slsa]
+    #[arg(long, value_name = "TYPE")]
+    pub predicate_type: Option<String>,
+    /// A TOML policy file: defaults, and `[[project]]` entries per distribution name. Flags
+    /// given on the command line win.
+    #[arg(long, value_name = "FILE")]
+    pub policy: Option<PathBuf>,
+    /// Pull request the build must be for: the certificate's ref must be `refs/pull/N/merge`
+    /// and the vouch statement must claim N.
+    #[arg(long, value_name = "N")]
+    pub pr: Option<u64>,
+    /// Matrix cell the vouch statement must claim.
+    #[arg(long, value_name = "CELL")]
+    pub cell: Option<String>,
+    /// Custom `trusted_root.json` instead of the embedded Sigstore production root.
+    #[arg(long, value_name = "FILE", conflicts_with = "staging")]
+    pub trust_root: Option<PathBuf>,
+    /// Use the embedded Sigstore staging root.
+    #[arg(long)]
+    pub staging: bool,
+    /// Accepted for clarity: verification never uses the network (the roots are embedded).
+    #[arg(long)]
+    pub offline: bool,
+    /// Verify a key-signed bundle with this PEM public key instead of a certificate.
+    #[arg(long, value_name = "PEM")]
+    pub key: Option<PathBuf>,
+}
+
+/// `--sha`: a full commit, as certificates and statements carry it; a short one never matches.
+pub fn parse_commit_sha(s: &str) -> Result<String, String> {
+    if vouch_verify::is_commit_sha(s) {
+        Ok(s.to_owned())
+    } else {
+        Err(format!(
+            "{s:?} is not a full commit SHA (40 lowercase hex digits, e.g. 0123456789abcdef0123456789abcdef01234567)"
+        ))
+    }
+}
+
+/// `--event`: a GitHub Actions event name (`push`, `pull_request`, `workflow_dispatch`, ...).
+pub fn parse_event_name(s: &str) -> Result<String, String> {
+    if !s.is_empty() && s.bytes().all(|b| b.is_ascii_lowercase() || b == b'_') {
+        Ok(s.to_owned())
+    } else {
+        Err(format!(
+            "{s:?} is not a GitHub Actions event name (lowercase letters and _, e.g. push, pull_request)"
+        ))
+    }
+}
+
+#[derive(Args, Debug)]
+#[command(group(clap::ArgGroup::new("subject").required(true).args(["file", "digest"])))]
+#[command(group(clap::ArgGroup::new("evidence").required(true).args(["bundle", "attestation", "provenance"])))]
+pub struct VerifyArgs {
+    /// The file to verify (wheel, sdist, anything).
+    pub file: Option<PathBuf>,
+    /// Verify a digest instead of a file (`sha256:HEX`).
+    #[arg(long, value_name = "sha256:HEX")]
+    pub digest: Option<Sha256Digest>,
+    /// Sigstore bundle (`.sigstore.json`).
+    #[arg(long, value_name = "FILE")]
+    pub bundle: Option<PathBuf>,
+    /// PEP 740 attestation (`.publish.attestation`).
+    #[arg(long, value_name = "FILE")]
+    pub attestation: Option<PathBuf>,
+    /// PyPI provenance object (the integrity API's response).
+    #[arg(long, value_name = "FILE")]
+    pub provenance: Option<PathBuf>,
+    #[command(flatten)]
+    pub policy: PolicyArgs,
+    #[command(flatten)]
+    pub common: Common,
+}
+
+#[derive(Args, Debug)]
+pub struct AttestArgs {
+    /// Files to attest (one subject each, by file name and sha256).
+    #[arg(required = true, value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+    /// Where to write the Sigstore bundle (`.sigstore.json`).
+    #[arg(long, value_name = "BUNDLE")]
+    pub out: PathBuf,
+    /// `sigstore` (keyless: OIDC token -> Fulcio -> Rekor) or `key:PATH` (PKCS#8 P-256 PEM).
+    #[arg(long, default_value = "sigstore")]
+    pub signer: String,
+    /// Fulcio for keyless signing [default: https://fulcio.sigstore.dev].
+    #[arg(long, value_name = "URL")]
+    pub fulcio_url: Option<String>,
+    /// Rekor for keyless signing [default: https://rekor.sigstore.dev].
+    #[arg(long, value_name = "URL")]
+    pub rekor_url: Option<String>,
+    /// Read the OIDC token from this file instead of the ambient GitHub Actions token. The file
+    /// is read and deleted as soon as the command line is parsed, whatever fails later.
+    #[arg(long, value_name = "FILE", value_parser = take_oidc_token_file)]
+    pub oidc_token_file: Option<OidcTokenFile>,
+    #[command(flatten)]
+    pub context: ContextArgs,
+    #[command(flatten)]
+    pub claims: ClaimArgs,
+    #[command(flatten)]
+    pub common: Common,
+}
+
+/// An OIDC token read from `--oidc-token-file` (the file is gone by then).
+#[derive(Clone, Debug)]
+pub struct OidcTokenFile {
+    pub path: PathBuf,
+    pub jwt: SecretString,
+}
+
+/// One use per token file: it is removed while the command line is parsed, so neither a later
+/// usage error nor a later step of the job leaves it to be reused.
+fn take_oidc_token_file(value: &str) -> Result<OidcTokenFile, String> {
+    let path = PathBuf::from(value);
+    let jwt = crate::token_files::contents(&path)?;
+    Ok(OidcTokenFile {
+        path,
+        jwt: SecretString::from(jwt),
+    })
+}
+
+/// The run context outside GitHub Actions (in Actions it comes from `GITHUB_*`, and these flags
+/// are refused unless --local).
+#[derive(Args, Debug)]
+pub struct ContextArgs {
+    /// `OWNER/NAME` (required outside GitHub Actions).
+    #[arg(long, value_name = "OWNER/NAME")]
+    pub repo: Option<String>,
+    /// Source commit, 40 hex (required outside GitHub Actions, unless --merge-sha gives it).
+    #[arg(long, value_name = "SHA")]
+    pub sha: Option<String>,
+    /// Source ref [default: local].
+    #[arg(long = "ref", value_name = "REF")]
+    pub git_ref: Option<String>,
+    /// Workflow path [default: local].
+    #[arg(long, value_name = "PATH")]
+    pub workflow: Option<String>,
+    /// Event name [default: local; pull_request when --pr is given].
+    #[arg(long)]
+    pub event: Option<String>,
+    #[arg(long, value_name = "ID")]
+    pub run_id: Option<u64>,
+    /// Runner environment [default: local].
+    #[arg(long)]
+    pub runner: Option<String>,
+    /// Ignore `GITHUB_*` and use only these flags.
+    #[arg(long)]
+    pub local: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct ClaimArgs {
+    /// Matrix cell id recorded in the statement.
+    #[arg(long)]
+    pub cell: Option<String>,
+    /// Pull request number (in Actions, read from the event payload).
+    #[arg(long, value_name = "N")]
+    pub pr: Option<u64>,
+    /// The pull request's head commit, 40 hex (in Actions, read from the event payload). Under
+    /// `pull_request` the built commit (--sha) is the merge commit, not the head.
+    #[arg(long, value_name = "SHA", requires = "pr")]
+    pub pr_head_sha: Option<String>,
+    /// The merge commit that was built, 40 hex (in Actions, GITHUB_SHA); the statement's commit.
+    #[arg(long, value_name = "SHA", requires = "pr")]
+    pub merge_sha: Option<String>,
+    #[arg(long, value_name = "NAME")]
+    pub artifact_name: Option<String>,
+    #[arg(long, value_name = "DIGEST")]
+    pub build_inputs_digest: Option<String>,
+    #[arg(long, value_name = "SCOPE")]
+    pub cache_scope: Option<String>,
+    /// The epoch the build used, recorded so `vouch rebuild` can use it too.
+    #[arg(long, env = "SOURCE_DATE_EPOCH", value_name = "SECONDS")]
+    pub source_date_epoch: Option<u64>,
+}
+
+#[derive(Args, Debug)]
+pub struct KeygenArgs {
+    /// Private key output (PKCS#8 PEM, mode 0600); the public key goes to `<out>.pub`.
+    #[arg(long, value_name = "FILE")]
+    pub out: PathBuf,
+}
+
+#[derive(Args, Debug)]
+pub struct AuditArgs {
+    /// Files or directories (walked) of wheels, sdists, conda packages.
+    #[arg(required = true)]
+    pub paths: Vec<PathBuf>,
+    #[command(flatten)]
+    pub policy: PolicyArgs,
+    /// Print the report as a JSON array.
+    #[arg(long, conflicts_with = "markdown")]
+    pub json: bool,
+    /// Print the report as a Markdown table.
+    #[arg(long)]
+    pub markdown: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct RebuildArgs {
+    /// The wheel to reproduce.
+    pub wheel: PathBuf,
+    /// Its provenance bundle.
+    #[arg(long, value_name = "FILE")]
+    pub bundle: PathBuf,
+    /// The source checkout of the commit the provenance names.
+    #[arg(long, value_name = "DIR")]
+    pub source: PathBuf,
+    #[command(flatten)]
+    pub policy: PolicyArgs,
+    #[command(flatten)]
+    pub env: BuildEnvArgs,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct FetchArgs {
+    /// `OWNER/NAME` whose workflow must have built the artifact.
+    #[arg(long, value_name = "OWNER/NAME")]
+    pub repo: Option<String>,
+    /// The producing workflow file.
+    #[arg(long, default_value = ".github/workflows/ci.yml", value_name = "PATH")]
+    pub workflow: String,
+    /// The producing run's event: `push`, `pull_request`, `workflow_dispatch` or `schedule`.
+    #[arg(long)]
+    pub event: Option<String>,
+    /// The commit under test, 40 hex (for PR builds, the PR head).
+    #[arg(long, value_name = "SHA")]
+    pub sha: Option<String>,
+    /// The pull request (with `--event pull_request`).
+    #[arg(long, value_name = "N")]
+    pub pr: Option<u64>,
+    /// The matrix cell the statement must claim.
+    #[arg(long)]
+    pub cell: Option<String>,
+    /// Artifact name; or give --dist, --python-version and --platform to render it.
+    #[arg(long, value_name = "NAME", conflicts_with_all = ["dist", "python_version", "platform"])]
+    pub artifact_name: Option<String>,
+    #[arg(long)]
+    pub dist: Option<String>,
+    #[arg(long, value_name = "X.Y")]
+    pub python_version: Option<String>,
+    #[arg(long)]
+    pub platform: Option<String>,
+    /// Take event, PR and commit from FlexCI (`FLEXCI_BRANCH`, `FLEXCI_REFERENCE_COMMIT_ID`,
+    /// `FLEXCI_COMMIT_ID`, else the checkout's HEAD, its second parent for a merge).
+    #[arg(long)]
+    pub from_flexci: bool,
+    /// GitHub API base URL (GitHub Enterprise, tests) [default: https://api.github.com].
+    #[arg(long, value_name = "URL", conflicts_with = "store")]
+    pub api_url: Option<String>,
+    /// Read artifacts from a local store instead of GitHub.
+    #[arg(long, value_name = "DIR")]
+    pub store: Option<PathBuf>,
+    /// File holding the GitHub token. It is read, then deleted (unless --keep-token-file), as
+    /// soon as the command line is parsed: whatever fails later, and with --store, which needs
+    /// no token, it does not stay behind.
+    #[arg(long, env = "GH_TOKEN_FILE", value_name = "FILE", value_parser = take_token_file)]
+    pub token_file: Option<TokenFile>,
+    /// Leave the --token-file in place.
+    #[arg(long, requires = "token_file")]
+    pub keep_token_file: bool,
+    /// Custom trusted_root.json.
+    #[arg(long, value_name = "FILE", conflicts_with = "staging")]
+    pub trust_root: Option<PathBuf>,
+    #[arg(long)]
+    pub staging: bool,
+    /// Verify key-signed bundles with this PEM public key (checked before any API call).
+    #[arg(long, value_name = "PEM")]
+    pub key: Option<PathBuf>,
+    /// Runner environment the build must have used (`any` to accept all).
+    #[arg(long, default_value = "github-hosted")]
+    pub runner: String,
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// A `--token-file`'s token, read while the command line is parsed.
+#[derive(Clone, Debug)]
+pub struct TokenFile {
+    pub path: PathBuf,
+    pub token: SecretString,
+}
+
+/// The `--token-file` value parser. The file itself was read and removed before clap ran
+/// (`token_files::take_all`), so even a usage error or `--help` leaves no token behind.
+fn take_token_file(value: &str) -> Result<TokenFile, String> {
+    let path = PathBuf::from(value);
+    let read = crate::token_files::contents(&path);
+    let token = read?.trim().to_owned();
+    if token.is_empty() {
+        return Err(format!("the token file {path:?} is empty"));
+    }
+    Ok(TokenFile {
+        path,
+        token: SecretString::from(token),
+    })
+}
+
+#[derive(Args, Debug)]
+pub struct FetchCmd {
+    #[command(flatten)]
+    pub fetch: FetchArgs,
+    /// Where the verified wheels (and their bundles) go.
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+}
+
+#[derive(Args, Debug)]
+pub struct InstallCmd {
+    #[command(flatten)]
+    pub fetch: FetchArgs,
+    /// The Python whose pip installs the wheels.
+    #[arg(long, default_value = "python3", value_name = "PYTHON")]
+    pub python: PathBuf,
+    /// Keep the verified wheels here instead of a temporary directory.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Arguments after `--` go to `pip install`.
+    #[arg(last = true)]
+    pub pip_args: Vec<String>,
+}
+
+#[derive(Args, Debug)]
+pub struct PublishCmd {
+    /// Files to put in the artifact (wheels and their bundles).
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
+    #[arg(long, value_name = "DIR")]
+    pub store: PathBuf,
+    #[arg(long, value_name = "NAME")]
+    pub name: String,
+    #[arg(long, value_name = "OWNER/NAME")]
+    pub repo: String,
+    #[arg(long, default_value = ".github/workflows/ci.yml")]
+    pub workflow: String,
+    #[arg(long, default_value_t = 1)]
+    pub workflow_id: u64,
+    #[arg(long)]
+    pub run_id: u64,
+    #[arg(long, default_value = "push")]
+    pub event: String,
+    #[arg(long)]
+    pub sha: String,
+    #[arg(long)]
+    pub pr: Option<u64>,
 }

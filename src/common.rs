@@ -7,7 +7,9 @@ use std::path::{Path, PathBuf};
 use anyhow::Context as _;
 use vouch_cache::{ScopePolicy, Trigger};
 
-use crate::cli::{BuildEnvArgs, ScopeArgs, ToolEnvArgs};
+use vouch_verify::{Accept, Policy, TrustRootSource, TrustSpec};
+
+use crate::cli::{BuildEnvArgs, PolicyArgs, ScopeArgs, ToolEnvArgs};
 use crate::output;
 
 /// Bad flag combinations found after parsing; exit 2 like clap's own.
@@ -283,4 +285,112 @@ pub fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
         .enable_all()
         .build()
         .context("starting the async runtime")
+}
+
+impl PolicyArgs {
+    pub fn trust_root(&self) -> TrustRootSource {
+        TrustRootSource::choose(self.trust_root.clone(), self.staging)
+    }
+
+    /// What is trusted: the key when one is given (checked first), else certificates.
+    pub fn trust(&self) -> anyhow::Result<TrustSpec> {
+        Ok(TrustSpec {
+            root: self.trust_root(),
+            accept: match self.read_key()? {
+                Some(pem) => Accept::Key(pem),
+                None => Accept::Keyless,
+            },
+        })
+    }
+
+    /// The policy from the policy file (its defaults, then the entry for `dist`), then flags.
+    pub fn policy_for(
+        &self,
+        file: Option<&vouch_verify::PolicyFile>,
+        dist: Option<&str>,
+    ) -> Policy {
+        let mut p = Policy::default();
+        if let Some(f) = file {
+            f.default.apply(&mut p);
+            if let Some(spec) = dist.and_then(|d| f.project(d)) {
+                spec.apply(&mut p);
+            }
+        }
+        self.cli_spec().apply(&mut p);
+        p
+    }
+
+    /// The identity flags given on the command line.
+    pub fn cli_spec(&self) -> vouch_verify::PolicySpec {
+        vouch_verify::PolicySpec {
+            repository: self.repo.clone(),
+            signer_workflow: self.signer_workflow.clone(),
+            build_workflow: self.build_workflow.clone(),
+            git_ref: self.git_ref.clone(),
+            sha: self.sha.clone(),
+            event: self.event.clone(),
+            issuer: self.issuer.clone(),
+            runner: self.runner.clone(),
+            predicate_type: self.predicate_type.clone(),
+            run_id: self.run_id,
+            pr: self.pr,
+            cell: self.cell.clone(),
+        }
+    }
+
+    /// The `--key` file's text, checked to be a PEM public key before anything else is done.
+    pub fn read_key(&self) -> anyhow::Result<Option<String>> {
+        self.key.as_deref().map(read_public_key).transpose()
+    }
+
+    pub fn load_policy_file(&self) -> anyhow::Result<Option<vouch_verify::PolicyFile>> {
+        Ok(match &self.policy {
+            Some(path) => Some(vouch_verify::PolicyFile::load(path)?),
+            None => None,
+        })
+    }
+
+    /// Flags that cannot hold together, refused before anything is verified.
+    pub fn refuse_conflicts(&self) -> anyhow::Result<()> {
+        if self.key.is_some() && self.issuer.is_some() {
+            // A key-signed bundle has no certificate, so no issuer: the flag could not be held.
+            anyhow::bail!(UsageError(
+                "--issuer applies to certificates; a bundle verified with --key has none".into()
+            ));
+        }
+        Ok(())
+    }
+
+    /// The policy for one file (or digest), refusing keyless verification without an identity.
+    pub fn policy(&self, dist: Option<&str>) -> anyhow::Result<Policy> {
+        self.refuse_conflicts()?;
+        let file = self.load_policy_file()?;
+        if let (None, Some(f), Some(path)) = (dist, &file, &self.policy)
+            && !f.project.is_empty()
+        {
+            // Entries are chosen by the file's distribution name; a bare digest has none, so
+            // they would be read and then ignored.
+            anyhow::bail!(UsageError(format!(
+                "--policy {path:?} has [[project]] entries, but --digest gives no file name to choose one by; verify the file itself, or give the identity as flags"
+            )));
+        }
+        let p = self.policy_for(file.as_ref(), dist);
+        // The source repository must be named: a reusable workflow's signer URI names the
+        // repository that holds the workflow, not the one that was built.
+        if self.key.is_none() && p.repository.is_none() {
+            anyhow::bail!(UsageError(
+                "keyless verification needs an identity: give --repo OWNER/NAME (or `repository` in a --policy file)".into()
+            ));
+        }
+        Ok(p)
+    }
+}
+
+/// A `--key` file's text, checked to be a PEM public key before anything else is done (and
+/// read only if it is a regular file: a FIFO would block).
+pub fn read_public_key(path: &Path) -> anyhow::Result<String> {
+    let pem = vouch_verify::read_regular_to_string(path)
+        .with_context(|| format!("reading key {path:?}"))?;
+    vouch_verify::check_public_key(&pem).with_context(|| format!("--key {path:?}"))?;
+    Ok(pem)
 }

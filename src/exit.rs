@@ -153,6 +153,38 @@ pub fn verify_status(kind: vouch_verify::ErrorKind) -> Status {
     }
 }
 
+/// Carries the exit status a fetch failure maps to.
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
+pub struct FetchFailed {
+    pub status: Status,
+    pub message: String,
+}
+
+/// A fetch failure's status: also printed in `fetch --json`'s failure report.
+pub fn failure_status(e: &vouch_fetch::FetchError) -> Status {
+    use vouch_fetch::{FetchError, RejectKind};
+    match e {
+        // The candidate that got furthest decides: a decoy artifact that fails pinning must not
+        // hide the real one's verification failure.
+        FetchError::NoCandidate { rejected, .. } => match rejected.iter().max_by_key(|r| r.kind) {
+            Some(r) => match (r.kind, r.verify_kind) {
+                (RejectKind::Verify, Some(k)) => verify_status(k),
+                (RejectKind::Verify, None) => Status::Bundle,
+                (RejectKind::Pin, _) => Status::NoRun,
+                (RejectKind::Download, _) => Status::Download,
+                (RejectKind::Archive, _) => Status::UnsafeArchive,
+            },
+            None => Status::NoRun,
+        },
+        FetchError::Github(_) | FetchError::Store { .. } | FetchError::Source { .. } => {
+            Status::Download
+        }
+        FetchError::Trust(e) => verify_status(e.kind),
+        FetchError::Io { .. } => Status::Io,
+    }
+}
+
 /// How an error type decides its exit status. `None` means the value only adds context to its
 /// cause, which decides. Every error type a command can return implements this with an
 /// exhaustive match, so a new variant does not compile until someone picks its status.
@@ -170,7 +202,7 @@ macro_rules! classifiers {
 }
 
 static CLASSIFIERS: &[(&str, Classifier)] = classifiers![
-    crate::commands::fetch::FetchFailed,
+    crate::exit::FetchFailed,
     crate::common::UsageError,
     crate::common::CacheCmdError,
     vouch_verify::VerifyError,
@@ -204,7 +236,7 @@ static CLASSIFIERS: &[(&str, Classifier)] = classifiers![
     serde_json::Error,
 ];
 
-impl Classify for crate::commands::fetch::FetchFailed {
+impl Classify for FetchFailed {
     fn status(&self) -> Option<Status> {
         Some(self.status)
     }
@@ -244,7 +276,7 @@ impl Classify for vouch_verify::PolicyFileError {
 
 impl Classify for vouch_fetch::FetchError {
     fn status(&self) -> Option<Status> {
-        Some(crate::commands::fetch::failure_status(self))
+        Some(failure_status(self))
     }
 }
 
@@ -661,7 +693,7 @@ mod tests {
                 Status::InvalidInput,
             ),
             (
-                crate::commands::fetch::FetchFailed {
+                FetchFailed {
                     status: Status::InstallFailed,
                     message: "pip".into(),
                 }

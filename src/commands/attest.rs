@@ -5,114 +5,11 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context as _;
-use clap::Args;
 use vouch_attest::{RunContext, SignerInputs, SignerSpec, Subject, VouchClaims, statement_for};
 
-use crate::cli::Common;
+use crate::cli::{AttestArgs, ClaimArgs, ContextArgs, KeygenArgs};
 use crate::common::{hash_file, usage, write_atomically};
 use crate::output;
-
-#[derive(Args, Debug)]
-pub struct AttestArgs {
-    /// Files to attest (one subject each, by file name and sha256).
-    #[arg(required = true, value_name = "FILE")]
-    pub files: Vec<PathBuf>,
-    /// Where to write the Sigstore bundle (`.sigstore.json`).
-    #[arg(long, value_name = "BUNDLE")]
-    pub out: PathBuf,
-    /// `sigstore` (keyless: OIDC token -> Fulcio -> Rekor) or `key:PATH` (PKCS#8 P-256 PEM).
-    #[arg(long, default_value = "sigstore")]
-    pub signer: String,
-    /// Fulcio for keyless signing [default: https://fulcio.sigstore.dev].
-    #[arg(long, value_name = "URL")]
-    pub fulcio_url: Option<String>,
-    /// Rekor for keyless signing [default: https://rekor.sigstore.dev].
-    #[arg(long, value_name = "URL")]
-    pub rekor_url: Option<String>,
-    /// Read the OIDC token from this file instead of the ambient GitHub Actions token. The file
-    /// is read and deleted as soon as the command line is parsed, whatever fails later.
-    #[arg(long, value_name = "FILE", value_parser = take_oidc_token_file)]
-    pub oidc_token_file: Option<OidcTokenFile>,
-    #[command(flatten)]
-    pub context: ContextArgs,
-    #[command(flatten)]
-    pub claims: ClaimArgs,
-    #[command(flatten)]
-    pub common: Common,
-}
-
-/// An OIDC token read from `--oidc-token-file` (the file is gone by then).
-#[derive(Clone, Debug)]
-pub struct OidcTokenFile {
-    pub path: PathBuf,
-    pub jwt: secrecy::SecretString,
-}
-
-/// One use per token file: it is removed while the command line is parsed, so neither a later
-/// usage error nor a later step of the job leaves it to be reused.
-fn take_oidc_token_file(value: &str) -> Result<OidcTokenFile, String> {
-    let path = PathBuf::from(value);
-    let jwt = crate::token_files::contents(&path)?;
-    Ok(OidcTokenFile {
-        path,
-        jwt: secrecy::SecretString::from(jwt),
-    })
-}
-
-/// The run context outside GitHub Actions (in Actions it comes from `GITHUB_*`, and these flags
-/// are refused unless --local).
-#[derive(Args, Debug)]
-pub struct ContextArgs {
-    /// `OWNER/NAME` (required outside GitHub Actions).
-    #[arg(long, value_name = "OWNER/NAME")]
-    pub repo: Option<String>,
-    /// Source commit, 40 hex (required outside GitHub Actions, unless --merge-sha gives it).
-    #[arg(long, value_name = "SHA")]
-    pub sha: Option<String>,
-    /// Source ref [default: local].
-    #[arg(long = "ref", value_name = "REF")]
-    pub git_ref: Option<String>,
-    /// Workflow path [default: local].
-    #[arg(long, value_name = "PATH")]
-    pub workflow: Option<String>,
-    /// Event name [default: local; pull_request when --pr is given].
-    #[arg(long)]
-    pub event: Option<String>,
-    #[arg(long, value_name = "ID")]
-    pub run_id: Option<u64>,
-    /// Runner environment [default: local].
-    #[arg(long)]
-    pub runner: Option<String>,
-    /// Ignore `GITHUB_*` and use only these flags.
-    #[arg(long)]
-    pub local: bool,
-}
-
-#[derive(Args, Debug)]
-pub struct ClaimArgs {
-    /// Matrix cell id recorded in the statement.
-    #[arg(long)]
-    pub cell: Option<String>,
-    /// Pull request number (in Actions, read from the event payload).
-    #[arg(long, value_name = "N")]
-    pub pr: Option<u64>,
-    /// The pull request's head commit, 40 hex (in Actions, read from the event payload). Under
-    /// `pull_request` the built commit (--sha) is the merge commit, not the head.
-    #[arg(long, value_name = "SHA", requires = "pr")]
-    pub pr_head_sha: Option<String>,
-    /// The merge commit that was built, 40 hex (in Actions, GITHUB_SHA); the statement's commit.
-    #[arg(long, value_name = "SHA", requires = "pr")]
-    pub merge_sha: Option<String>,
-    #[arg(long, value_name = "NAME")]
-    pub artifact_name: Option<String>,
-    #[arg(long, value_name = "DIGEST")]
-    pub build_inputs_digest: Option<String>,
-    #[arg(long, value_name = "SCOPE")]
-    pub cache_scope: Option<String>,
-    /// The epoch the build used, recorded so `vouch rebuild` can use it too.
-    #[arg(long, env = "SOURCE_DATE_EPOCH", value_name = "SECONDS")]
-    pub source_date_epoch: Option<u64>,
-}
 
 fn check_sha(flag: &str, sha: &str) -> anyhow::Result<()> {
     if vouch_verify::is_commit_sha(sha) {
@@ -295,13 +192,6 @@ pub fn run(args: AttestArgs) -> anyhow::Result<ExitCode> {
         output::data(format!("bundle: {}", args.out.display()));
     }
     Ok(ExitCode::SUCCESS)
-}
-
-#[derive(Args, Debug)]
-pub struct KeygenArgs {
-    /// Private key output (PKCS#8 PEM, mode 0600); the public key goes to `<out>.pub`.
-    #[arg(long, value_name = "FILE")]
-    pub out: PathBuf,
 }
 
 pub fn keygen(args: KeygenArgs) -> anyhow::Result<ExitCode> {

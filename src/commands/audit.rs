@@ -1,29 +1,12 @@
 //! `vouch audit` and `vouch rebuild`.
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context as _;
-use clap::Args;
 use vouch_audit::{Auditor, Verdict};
 
-use crate::commands::verify::PolicyArgs;
+use crate::cli::{AuditArgs, RebuildArgs};
 use crate::output;
-
-#[derive(Args, Debug)]
-pub struct AuditArgs {
-    /// Files or directories (walked) of wheels, sdists, conda packages.
-    #[arg(required = true)]
-    pub paths: Vec<PathBuf>,
-    #[command(flatten)]
-    pub policy: PolicyArgs,
-    /// Print the report as a JSON array.
-    #[arg(long, conflicts_with = "markdown")]
-    pub json: bool,
-    /// Print the report as a Markdown table.
-    #[arg(long)]
-    pub markdown: bool,
-}
 
 pub fn audit(args: AuditArgs) -> anyhow::Result<ExitCode> {
     args.policy.refuse_conflicts()?;
@@ -101,24 +84,6 @@ pub fn audit(args: AuditArgs) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::from(crate::exit::DIFFERENT)
     })
-}
-
-#[derive(Args, Debug)]
-pub struct RebuildArgs {
-    /// The wheel to reproduce.
-    pub wheel: PathBuf,
-    /// Its provenance bundle.
-    #[arg(long, value_name = "FILE")]
-    pub bundle: PathBuf,
-    /// The source checkout of the commit the provenance names.
-    #[arg(long, value_name = "DIR")]
-    pub source: PathBuf,
-    #[command(flatten)]
-    pub policy: PolicyArgs,
-    #[command(flatten)]
-    pub env: crate::cli::BuildEnvArgs,
-    #[arg(long)]
-    pub json: bool,
 }
 
 fn git_head(dir: &std::path::Path) -> Option<String> {

@@ -1,155 +1,22 @@
 //! `vouch fetch`, `vouch install`, `vouch publish`.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::ExitCode;
 
-use clap::Args;
 use secrecy::SecretString;
 use vouch_core::{ArtifactName, Platform, PythonVersion};
-use vouch_fetch::{
-    ArtifactSource, Expectation, FetchError, FetchReport, RejectKind, RunInfo, VerifyConfig,
-};
+use vouch_fetch::{ArtifactSource, Expectation, FetchError, FetchReport, RunInfo, VerifyConfig};
 use vouch_verify::{Accept, TrustRootSource, TrustSpec};
 
-use crate::exit::{Status, verify_status};
+use crate::cli::{FetchArgs, FetchCmd, InstallCmd, PublishCmd};
+use crate::common::read_public_key;
+use crate::exit::{FetchFailed, failure_status};
 use crate::output;
-
-#[derive(Args, Debug)]
-pub struct FetchArgs {
-    /// `OWNER/NAME` whose workflow must have built the artifact.
-    #[arg(long, value_name = "OWNER/NAME")]
-    pub repo: Option<String>,
-    /// The producing workflow file.
-    #[arg(long, default_value = ".github/workflows/ci.yml", value_name = "PATH")]
-    pub workflow: String,
-    /// The producing run's event: `push`, `pull_request`, `workflow_dispatch` or `schedule`.
-    #[arg(long)]
-    pub event: Option<String>,
-    /// The commit under test, 40 hex (for PR builds, the PR head).
-    #[arg(long, value_name = "SHA")]
-    pub sha: Option<String>,
-    /// The pull request (with `--event pull_request`).
-    #[arg(long, value_name = "N")]
-    pub pr: Option<u64>,
-    /// The matrix cell the statement must claim.
-    #[arg(long)]
-    pub cell: Option<String>,
-    /// Artifact name; or give --dist, --python-version and --platform to render it.
-    #[arg(long, value_name = "NAME", conflicts_with_all = ["dist", "python_version", "platform"])]
-    pub artifact_name: Option<String>,
-    #[arg(long)]
-    pub dist: Option<String>,
-    #[arg(long, value_name = "X.Y")]
-    pub python_version: Option<String>,
-    #[arg(long)]
-    pub platform: Option<String>,
-    /// Take event, PR and commit from FlexCI (`FLEXCI_BRANCH`, `FLEXCI_REFERENCE_COMMIT_ID`,
-    /// `FLEXCI_COMMIT_ID`, else the checkout's HEAD, its second parent for a merge).
-    #[arg(long)]
-    pub from_flexci: bool,
-    /// GitHub API base URL (GitHub Enterprise, tests) [default: https://api.github.com].
-    #[arg(long, value_name = "URL", conflicts_with = "store")]
-    pub api_url: Option<String>,
-    /// Read artifacts from a local store instead of GitHub.
-    #[arg(long, value_name = "DIR")]
-    pub store: Option<PathBuf>,
-    /// File holding the GitHub token. It is read, then deleted (unless --keep-token-file), as
-    /// soon as the command line is parsed: whatever fails later, and with --store, which needs
-    /// no token, it does not stay behind.
-    #[arg(long, env = "GH_TOKEN_FILE", value_name = "FILE", value_parser = take_token_file)]
-    pub token_file: Option<TokenFile>,
-    /// Leave the --token-file in place.
-    #[arg(long, requires = "token_file")]
-    pub keep_token_file: bool,
-    /// Custom trusted_root.json.
-    #[arg(long, value_name = "FILE", conflicts_with = "staging")]
-    pub trust_root: Option<PathBuf>,
-    #[arg(long)]
-    pub staging: bool,
-    /// Verify key-signed bundles with this PEM public key (checked before any API call).
-    #[arg(long, value_name = "PEM")]
-    pub key: Option<PathBuf>,
-    /// Runner environment the build must have used (`any` to accept all).
-    #[arg(long, default_value = "github-hosted")]
-    pub runner: String,
-    #[arg(long)]
-    pub json: bool,
-}
 
 pub const DEFAULT_API_URL: &str = "https://api.github.com";
 
 /// The events vouch builds under (see `vouch plan --event`), so the only ones a fetch can find.
 const FETCH_EVENTS: &[&str] = &["push", "pull_request", "workflow_dispatch", "schedule"];
-/// A `--token-file`'s token, read while the command line is parsed.
-#[derive(Clone, Debug)]
-pub struct TokenFile {
-    pub path: PathBuf,
-    pub token: SecretString,
-}
-
-/// The `--token-file` value parser. The file itself was read and removed before clap ran
-/// (`token_files::take_all`), so even a usage error or `--help` leaves no token behind.
-fn take_token_file(value: &str) -> Result<TokenFile, String> {
-    let path = PathBuf::from(value);
-    let read = crate::token_files::contents(&path);
-    let token = read?.trim().to_owned();
-    if token.is_empty() {
-        return Err(format!("the token file {path:?} is empty"));
-    }
-    Ok(TokenFile {
-        path,
-        token: SecretString::from(token),
-    })
-}
-
-#[derive(Args, Debug)]
-pub struct FetchCmd {
-    #[command(flatten)]
-    pub fetch: FetchArgs,
-    /// Where the verified wheels (and their bundles) go.
-    #[arg(long, value_name = "DIR")]
-    pub out: PathBuf,
-}
-
-#[derive(Args, Debug)]
-pub struct InstallCmd {
-    #[command(flatten)]
-    pub fetch: FetchArgs,
-    /// The Python whose pip installs the wheels.
-    #[arg(long, default_value = "python3", value_name = "PYTHON")]
-    pub python: PathBuf,
-    /// Keep the verified wheels here instead of a temporary directory.
-    #[arg(long, value_name = "DIR")]
-    pub out: Option<PathBuf>,
-    /// Arguments after `--` go to `pip install`.
-    #[arg(last = true)]
-    pub pip_args: Vec<String>,
-}
-
-#[derive(Args, Debug)]
-pub struct PublishCmd {
-    /// Files to put in the artifact (wheels and their bundles).
-    #[arg(required = true)]
-    pub files: Vec<PathBuf>,
-    #[arg(long, value_name = "DIR")]
-    pub store: PathBuf,
-    #[arg(long, value_name = "NAME")]
-    pub name: String,
-    #[arg(long, value_name = "OWNER/NAME")]
-    pub repo: String,
-    #[arg(long, default_value = ".github/workflows/ci.yml")]
-    pub workflow: String,
-    #[arg(long, default_value_t = 1)]
-    pub workflow_id: u64,
-    #[arg(long)]
-    pub run_id: u64,
-    #[arg(long, default_value = "push")]
-    pub event: String,
-    #[arg(long)]
-    pub sha: String,
-    #[arg(long)]
-    pub pr: Option<u64>,
-}
 
 impl FetchArgs {
     fn expectation(&self) -> anyhow::Result<Expectation> {
@@ -268,7 +135,7 @@ impl FetchArgs {
     fn verify_config(&self) -> anyhow::Result<VerifyConfig> {
         let accept = match &self.key {
             // A wrong file must fail here, not after the API calls and the download.
-            Some(k) => Accept::Key(crate::commands::verify::read_public_key(k)?),
+            Some(k) => Accept::Key(read_public_key(k)?),
             None => Accept::Keyless,
         };
         Ok(VerifyConfig {
@@ -278,36 +145,6 @@ impl FetchArgs {
             },
             runner: (self.runner != "any").then(|| self.runner.clone()),
         })
-    }
-}
-
-/// Carries the exit status a fetch failure maps to.
-#[derive(Debug, thiserror::Error)]
-#[error("{message}")]
-pub struct FetchFailed {
-    pub status: Status,
-    pub message: String,
-}
-
-pub(crate) fn failure_status(e: &FetchError) -> Status {
-    match e {
-        // The candidate that got furthest decides: a decoy artifact that fails pinning must not
-        // hide the real one's verification failure.
-        FetchError::NoCandidate { rejected, .. } => match rejected.iter().max_by_key(|r| r.kind) {
-            Some(r) => match (r.kind, r.verify_kind) {
-                (RejectKind::Verify, Some(k)) => verify_status(k),
-                (RejectKind::Verify, None) => Status::Bundle,
-                (RejectKind::Pin, _) => Status::NoRun,
-                (RejectKind::Download, _) => Status::Download,
-                (RejectKind::Archive, _) => Status::UnsafeArchive,
-            },
-            None => Status::NoRun,
-        },
-        FetchError::Github(_) | FetchError::Store { .. } | FetchError::Source { .. } => {
-            Status::Download
-        }
-        FetchError::Trust(e) => verify_status(e.kind),
-        FetchError::Io { .. } => Status::Io,
     }
 }
 
