@@ -1,10 +1,8 @@
 //! Issue 8: auditing a release directory offline, policy files, and rebuilds.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 
-use common::*;
+use crate::common::*;
 
 const SHA: &str = "0123456789abcdef0123456789abcdef01234567";
 

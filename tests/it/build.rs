@@ -1,11 +1,9 @@
 //! `vouch build` and `vouch demo` on the bundled sample: real CPython, pip, setuptools, gcc.
 
-mod common;
-
 use std::path::Path;
 use std::process::Command;
 
-use common::*;
+use crate::common::*;
 
 /// `vouch build --source SOURCE --out OUT`, to add flags to.
 fn vouch_build(source: impl AsRef<Path>, out: impl AsRef<Path>) -> Command {

@@ -1,10 +1,8 @@
 //! Issue 5: the scoped compiler cache with real ccache, sccache, redis-server and gcc.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 
 /// A `gcc` wrapper, the same file for every build (so ccache and sccache key it the same),

@@ -1,11 +1,9 @@
 //! `vouch build --cell` and `vouch toolchain install` on the CUDA-free, CuPy-shaped fixture
 //! (`tests/fixtures/minicupy`): the same code path as the real CuPy profile, in seconds.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 
-use common::*;
+use crate::common::*;
 
 fn fixture() -> PathBuf {
     repo_root().join("tests/fixtures/minicupy")

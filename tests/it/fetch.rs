@@ -2,11 +2,9 @@
 //! instance, real artifacts signed keyless; every attack rejected with its exit code and
 //! nothing written or installed.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 use vouch_testgh::FakeGithub;
 use vouch_testsig::{GithubClaims, LocalSigstore};

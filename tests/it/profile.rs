@@ -1,10 +1,8 @@
 //! Issue 6 (part): the CuPy profile, the matrix, and the build-inputs digest.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 
-use common::*;
+use crate::common::*;
 
 fn cupy_profile() -> PathBuf {
     repo_root().join("pyproject-templates/cupy/vouch.toml")

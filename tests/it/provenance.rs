@@ -1,13 +1,11 @@
 //! Issue 3: signing and verification. Real production bundles made by others, tampered one
 //! claim at a time; keyless round trips against the local Sigstore instance; key round trips.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 
+use crate::common::*;
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
-use common::*;
 use serde_json::Value;
 use vouch_testsig::{GithubClaims, LocalSigstore};
 

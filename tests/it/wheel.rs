@@ -1,11 +1,9 @@
 //! `vouch normalize`, `vouch diff` and `vouch name` on crafted wheels.
 
-mod common;
-
 use std::path::Path;
 use std::process::Command;
 
-use common::*;
+use crate::common::*;
 
 fn assert_dir_empty(dir: &Path) {
     let left: Vec<_> = std::fs::read_dir(dir)
