@@ -199,165 +199,208 @@ fn conda_attestation_verifies_a_real_file() {
     assert!(!r.stdout.contains("not checked"), "{}", r.stdout);
 }
 
-#[test]
-fn rejects_changed_payload_byte() {
-    let dir = tempdir();
-    let b = tampered(dir.path(), CLI_BUNDLE, |v| {
-        let p = v["dsseEnvelope"]["payload"].as_str().unwrap().to_owned();
-        // Change one byte inside the statement JSON, keeping it valid JSON ("trunk" -> "trunl").
-        let mut raw = STANDARD.decode(p).unwrap();
-        let text = String::from_utf8(raw.clone()).unwrap();
-        let at = text.find("refs/heads/trunk").unwrap() + "refs/heads/trun".len();
-        raw[at] = b'l';
-        v["dsseEnvelope"]["payload"] = STANDARD.encode(raw).into();
-    });
-    let r = verify_cli(&b, &[]);
-    assert_failure(&r, 13, "signature", "");
+/// One way to break the cli/cli bundle, or to ask the wrong question about it, and the one
+/// failure `verify --json` must report for it.
+struct Tamper {
+    name: &'static str,
+    edit: fn(&mut Value),
+    digest: &'static str,
+    /// The policy flags; the cli/cli policy unless the case is about the policy.
+    flags: &'static [&'static str],
+    code: i32,
+    kind: &'static str,
+    message: &'static str,
 }
 
-#[test]
-fn rejects_changed_signature() {
-    let dir = tempdir();
-    let b = tampered(dir.path(), CLI_BUNDLE, |v| {
-        let s = v["dsseEnvelope"]["signatures"][0]["sig"]
-            .as_str()
-            .unwrap()
-            .to_owned();
-        v["dsseEnvelope"]["signatures"][0]["sig"] = flip_b64(&s, 40).into();
-    });
-    let r = verify_cli(&b, &[]);
-    assert_failure(&r, 13, "signature", "");
+impl Tamper {
+    const fn new(name: &'static str, edit: fn(&mut Value)) -> Self {
+        Tamper {
+            name,
+            edit,
+            digest: CLI_DIGEST,
+            flags: CLI_POLICY,
+            code: 0,
+            kind: "",
+            message: "",
+        }
+    }
+
+    const fn digest(self, digest: &'static str) -> Self {
+        Tamper { digest, ..self }
+    }
+
+    const fn flags(self, flags: &'static [&'static str]) -> Self {
+        Tamper { flags, ..self }
+    }
+
+    const fn fails(self, code: i32, kind: &'static str, message: &'static str) -> Self {
+        Tamper {
+            code,
+            kind,
+            message,
+            ..self
+        }
+    }
 }
 
-#[test]
-fn rejects_wrong_artifact() {
-    let r = run(vouch()
-        .args([
-            "verify",
-            "--digest",
-            &format!("sha256:{}", "ab".repeat(32)),
-            "--bundle",
+fn untouched(_: &mut Value) {}
+
+/// One byte inside the statement JSON, keeping it valid JSON ("trunk" -> "trunl").
+fn payload_byte(v: &mut Value) {
+    let p = v["dsseEnvelope"]["payload"].as_str().unwrap().to_owned();
+    let mut raw = STANDARD.decode(p).unwrap();
+    let text = String::from_utf8(raw.clone()).unwrap();
+    let at = text.find("refs/heads/trunk").unwrap() + "refs/heads/trun".len();
+    raw[at] = b'l';
+    v["dsseEnvelope"]["payload"] = STANDARD.encode(raw).into();
+}
+
+fn signature_bit(v: &mut Value) {
+    let sig = &mut v["dsseEnvelope"]["signatures"][0]["sig"];
+    *sig = flip_b64(sig.as_str().unwrap(), 40).into();
+}
+
+fn inclusion_proof_hash(v: &mut Value) {
+    let h = &mut v["verificationMaterial"]["tlogEntries"][0]["inclusionProof"]["hashes"][0];
+    *h = flip_b64(h.as_str().unwrap(), 5).into();
+}
+
+fn signed_entry_timestamp(v: &mut Value) {
+    let s = &mut v["verificationMaterial"]["tlogEntries"][0]["inclusionPromise"]["signedEntryTimestamp"];
+    *s = flip_b64(s.as_str().unwrap(), 20).into();
+}
+
+fn log_index(v: &mut Value) {
+    let i = &mut v["verificationMaterial"]["tlogEntries"][0]["logIndex"];
+    let n: u64 = i.as_str().unwrap().parse().unwrap();
+    *i = (n + 1).to_string().into();
+}
+
+fn integrated_time(v: &mut Value) {
+    let t = &mut v["verificationMaterial"]["tlogEntries"][0]["integratedTime"];
+    let n: i64 = t.as_str().unwrap().parse().unwrap();
+    *t = (n - 60).to_string().into();
+}
+
+fn unknown_media_type(v: &mut Value) {
+    v["mediaType"] = "application/vnd.dev.sigstore.bundle.v0.9+json".into();
+}
+
+fn not_a_bundle(v: &mut Value) {
+    *v = serde_json::json!({"hello": 1});
+}
+
+const TAMPERS: &[Tamper] = &[
+    Tamper::new("changed payload byte", payload_byte).fails(13, "signature", r#"invalid signature: DSSE signature verification failed: Verification error: ECDSA_P256_SHA256 signature invalid"#),
+    Tamper::new("changed signature", signature_bit).fails(13, "signature", r#"invalid signature: DSSE signature verification failed: Verification error: ECDSA_P256_SHA256 signature invalid"#),
+    Tamper::new("another artifact's digest", untouched)
+        .digest("sha256:abababababababababababababababababababababababababababababababab")
+        .fails(15, "digest", r#"artifact mismatch: artifact hash does not match any subject in attestation"#),
+    Tamper::new("corrupted inclusion proof", inclusion_proof_hash).fails(
+        12,
+        "transparency-log",
+        r#"invalid inclusion proof: inclusion proof verification failed: root hash mismatch: expected [SHA256], computed [SHA256]"#,
+    ),
+    Tamper::new("corrupted signed entry timestamp", signed_entry_timestamp).fails(
+        12,
+        "transparency-log",
+        r#"invalid inclusion promise: SET verification failed: Verification error: ECDSA_P256_SHA256 signature invalid"#,
+    ),
+    Tamper::new("changed log index", log_index).fails(12, "transparency-log", r#"invalid inclusion promise: SET verification failed: Verification error: ECDSA_P256_SHA256 signature invalid"#),
+    Tamper::new("changed integrated time", integrated_time).fails(12, "transparency-log", r#"invalid inclusion promise: SET verification failed: Verification error: ECDSA_P256_SHA256 signature invalid"#),
+    Tamper::new("staging root for a production bundle", untouched)
+        .flags(&[
+            "--repo",
+            "cli/cli",
+            "--signer-workflow",
+            ".github/workflows/deployment.yml",
+            "--ref",
+            "refs/heads/trunk",
+            "--staging",
         ])
-        .arg(fixture(CLI_BUNDLE))
-        .args(CLI_POLICY)
-        .arg("--json"));
-    assert_failure(&r, 15, "digest", "");
-}
+        .fails(12, "transparency-log", r#"invalid inclusion promise: No log key valid at integrated time 2024-05-29T16:09:52Z for log ID wNI9atQGlz+VWfO6LRygH4QUfY/8W4RFwiT5i5WRgB0="#),
+    Tamper::new("unknown bundle media type", unknown_media_type).fails(10, "bundle", r#"[DIR0]/tampered-8.json is not a valid Sigstore bundle"#),
+    Tamper::new("JSON that is no bundle", not_a_bundle).fails(10, "bundle", r#"[DIR0]/tampered-9.json is neither a Sigstore bundle (mediaType), a PEP 740 attestation (envelope + verification_material) nor a PyPI provenance object (attestation_bundles)"#),
+    Tamper::new("wrong repository", untouched)
+        .flags(&["--repo", "cupy/cupy"])
+        .fails(
+            16,
+            "policy",
+            r#"source repository (OID .1.12): expected "https://github.com/cupy/cupy", found "https://github.com/cli/cli""#,
+        ),
+    Tamper::new("wrong build workflow", untouched)
+        .flags(&[
+            "--repo",
+            "cli/cli",
+            "--signer-workflow",
+            ".github/workflows/deployment.yml",
+            "--ref",
+            "refs/heads/trunk",
+            "--build-workflow",
+            ".github/workflows/ci.yml",
+        ])
+        .fails(
+            16,
+            "policy",
+            r#"build config workflow (OID .1.18): expected "https://github.com/cli/cli/.github/workflows/ci.yml", found "https://github.com/cli/cli/.github/workflows/deployment.yml@refs/heads/trunk""#,
+        ),
+    Tamper::new("ref pattern that does not match", untouched)
+        .flags(&["--repo", "cli/cli", "--ref", "refs/tags/v*"])
+        .fails(
+            16,
+            "policy",
+            r#"source ref (OID .1.14): expected "refs/tags/v*", found "refs/heads/trunk""#,
+        ),
+    // Issue 12: an exact `--ref` (no `*`) must equal the certificate's ref: not another ref,
+    // not a prefix.
+    Tamper::new("exact ref of another branch", untouched)
+        .flags(&["--repo", "cli/cli", "--ref", "refs/heads/main"])
+        .fails(
+            16,
+            "policy",
+            r#"source ref (OID .1.14): expected "refs/heads/main", found "refs/heads/trunk""#,
+        ),
+    Tamper::new("exact ref that is a prefix", untouched)
+        .flags(&["--repo", "cli/cli", "--ref", "refs/heads/trun"])
+        .fails(
+            16,
+            "policy",
+            r#"source ref (OID .1.14): expected "refs/heads/trun", found "refs/heads/trunk""#,
+        ),
+];
 
+/// Every case in `TAMPERS` runs, and the failure names each case that went wrong.
 #[test]
-fn rejects_corrupted_inclusion_proof() {
+fn tampered_bundles_and_wrong_policies_are_rejected() {
     let dir = tempdir();
-    let b = tampered(dir.path(), CLI_BUNDLE, |v| {
-        let h = v["verificationMaterial"]["tlogEntries"][0]["inclusionProof"]["hashes"][0]
-            .as_str()
-            .unwrap()
-            .to_owned();
-        v["verificationMaterial"]["tlogEntries"][0]["inclusionProof"]["hashes"][0] =
-            flip_b64(&h, 5).into();
-    });
-    let r = verify_cli(&b, &[]);
-    assert_failure(&r, 12, "transparency-log", "");
+    let mut wrong = Vec::new();
+    for (i, case) in TAMPERS.iter().enumerate() {
+        let bundle = tampered(dir.path(), CLI_BUNDLE, case.edit);
+        let bundle = bundle.with_file_name(format!("tampered-{i}.json"));
+        std::fs::rename(dir.path().join(format!("tampered-{CLI_BUNDLE}")), &bundle).unwrap();
+        let r = run(vouch()
+            .args(["verify", "--digest", case.digest, "--bundle"])
+            .arg(&bundle)
+            .args(case.flags)
+            .arg("--json"));
+        let message = r.json()["message"].as_str().unwrap_or_default().to_owned();
+        let message = filter(&message, &[dir.path()]);
+        let got = (r.code, kind_of(&r), message);
+        let expected = (case.code, case.kind.to_owned(), case.message.to_owned());
+        if got != expected {
+            wrong.push(format!(
+                "{}: expected {expected:?}\n  got {got:?}\n  stderr: {}",
+                case.name, r.stderr
+            ));
+        }
+    }
     assert!(
-        r.stderr.contains("nclusion") || r.stderr.contains("root hash"),
-        "{}",
-        r.stderr
+        wrong.is_empty(),
+        "{} of {} cases went wrong:\n{}",
+        wrong.len(),
+        TAMPERS.len(),
+        wrong.join("\n")
     );
-}
-
-#[test]
-fn rejects_corrupted_set() {
-    let dir = tempdir();
-    let b = tampered(dir.path(), CLI_BUNDLE, |v| {
-        let s =
-            v["verificationMaterial"]["tlogEntries"][0]["inclusionPromise"]["signedEntryTimestamp"]
-                .as_str()
-                .unwrap()
-                .to_owned();
-        v["verificationMaterial"]["tlogEntries"][0]["inclusionPromise"]["signedEntryTimestamp"] =
-            flip_b64(&s, 20).into();
-    });
-    let r = verify_cli(&b, &[]);
-    assert_failure(&r, 12, "transparency-log", "");
-}
-
-#[test]
-fn rejects_changed_log_index() {
-    let dir = tempdir();
-    let b = tampered(dir.path(), CLI_BUNDLE, |v| {
-        let i: u64 = v["verificationMaterial"]["tlogEntries"][0]["logIndex"]
-            .as_str()
-            .unwrap()
-            .parse()
-            .unwrap();
-        v["verificationMaterial"]["tlogEntries"][0]["logIndex"] = (i + 1).to_string().into();
-    });
-    let r = verify_cli(&b, &[]);
-    assert_failure(&r, 12, "transparency-log", "");
-}
-
-#[test]
-fn rejects_changed_integrated_time() {
-    let dir = tempdir();
-    let b = tampered(dir.path(), CLI_BUNDLE, |v| {
-        let t: i64 = v["verificationMaterial"]["tlogEntries"][0]["integratedTime"]
-            .as_str()
-            .unwrap()
-            .parse()
-            .unwrap();
-        v["verificationMaterial"]["tlogEntries"][0]["integratedTime"] = (t - 60).to_string().into();
-    });
-    let r = verify_cli(&b, &[]);
-    assert_failure(&r, 12, "transparency-log", "");
-}
-
-#[test]
-fn rejects_wrong_repository() {
-    let r = run(verify_cli_digest(&fixture(CLI_BUNDLE)).args(["--repo", "cupy/cupy", "--json"]));
-    assert_failure(&r, 16, "policy", "");
-    insta::assert_snapshot!(r.json()["message"].as_str().unwrap(), @r#"source repository (OID .1.12): expected "https://github.com/cupy/cupy", found "https://github.com/cli/cli""#);
-}
-
-#[test]
-fn rejects_wrong_workflow() {
-    let r = verify_cli(
-        &fixture(CLI_BUNDLE),
-        &["--build-workflow", ".github/workflows/ci.yml"],
-    );
-    assert_failure(&r, 16, "policy", "");
-    insta::assert_snapshot!(r.json()["message"].as_str().unwrap(), @r#"build config workflow (OID .1.18): expected "https://github.com/cli/cli/.github/workflows/ci.yml", found "https://github.com/cli/cli/.github/workflows/deployment.yml@refs/heads/trunk""#);
-}
-
-#[test]
-fn rejects_wrong_ref() {
-    let r = run(verify_cli_digest(&fixture(CLI_BUNDLE)).args([
-        "--repo",
-        "cli/cli",
-        "--ref",
-        "refs/tags/v*",
-        "--json",
-    ]));
-    assert_failure(&r, 16, "policy", "");
-    insta::assert_snapshot!(r.json()["message"].as_str().unwrap(), @r#"source ref (OID .1.14): expected "refs/tags/v*", found "refs/heads/trunk""#);
-}
-
-#[test]
-fn rejects_staging_root_for_production_bundle() {
-    let r = verify_cli(&fixture(CLI_BUNDLE), &["--staging"]);
-    assert_failure(&r, 12, "transparency-log", "");
-}
-
-#[test]
-fn rejects_malformed_bundle_and_unknown_format() {
-    let dir = tempdir();
-    let b = tampered(dir.path(), CLI_BUNDLE, |v| {
-        v["mediaType"] = "application/vnd.dev.sigstore.bundle.v0.9+json".into()
-    });
-    let r = verify_cli(&b, &[]);
-    assert_failure(&r, 10, "bundle", "");
-    let junk = dir.path().join("junk.json");
-    std::fs::write(&junk, "{\"hello\": 1}").unwrap();
-    let r = verify_cli(&junk, &[]);
-    assert_failure(&r, 10, "bundle", "");
 }
 
 /// sigstore-conformance's beacon bundle: its certificate is real (the beacon workflow), but the
@@ -622,20 +665,6 @@ fn pr_policy_requires_the_certificate_ref() {
 }
 
 // ---------------------------------------------------------------- issue 12
-
-/// An exact `--ref` (no `*`) must equal the certificate's ref: not another ref, not a prefix.
-#[test]
-fn issue12_exact_ref_must_equal_the_certificate_ref() {
-    for wrong in ["refs/heads/main", "refs/heads/trun"] {
-        let r = run(verify_cli_digest(&fixture(CLI_BUNDLE))
-            .args(["--repo", "cli/cli", "--ref", wrong, "--json"]));
-        assert_failure(&r, 16, "policy", &format!("--ref {wrong}: "));
-        assert_eq!(
-            r.json()["message"],
-            format!("source ref (OID .1.14): expected {wrong:?}, found \"refs/heads/trunk\"")
-        );
-    }
-}
 
 /// `verify --run-id` with another run than the certificate's.
 #[test]
