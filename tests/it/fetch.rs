@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::common::*;
+use crate::vouch_snapshot;
 use serde_json::Value;
 use vouch_testgh::FakeGithub;
 use vouch_testsig::{GithubClaims, LocalSigstore};
@@ -733,7 +734,7 @@ fn from_flexci_derives_pr_and_commit() {
     w.publish_pr7(&[wh, b]);
     let gh = w.github();
     let out = w.dir.path().join("flexci-out");
-    let r = run(vouch()
+    vouch_snapshot!(vouch()
         .arg("fetch")
         .args([
             "--repo",
@@ -754,8 +755,17 @@ fn from_flexci_derives_pr_and_commit() {
         .arg(&out)
         .env("GH_TOKEN", TOKEN)
         .env("FLEXCI_BRANCH", "refs/pull/7/merge")
-        .env("FLEXCI_REFERENCE_COMMIT_ID", HEAD));
-    assert_exit(&r, 0, "pull_request");
+        .env("FLEXCI_REFERENCE_COMMIT_ID", HEAD), @r#"
+            success: true
+            exit_code: 0
+            ----- stdout -----
+            sha256:[SHA256]  [TEMP]/flexci-out/cupy_cuda13x-14.2.0-cp312-cp312-manylinux_2_28_x86_64.whl
+
+            ----- stderr -----
+            looking for cupy-cuda13x-py3.12-linux-64-pr7-1111111111111111111111111111111111111111 from .github/workflows/ci.yml (pull_request of cupy/cupy)
+            warning: using the token from $GH_TOKEN; prefer --token-file (environment variables leak into child processes)
+            verified artifact 1001 from run 700 (4 API calls)
+        "#);
     assert!(out.join(WHEEL).is_file());
 }
 
@@ -777,11 +787,19 @@ fn exit_code_comes_from_the_candidate_that_got_furthest() {
 #[test]
 fn refuses_plain_http_api_off_loopback() {
     let w = World::new();
-    let r = run(w
+    vouch_snapshot!(w
         .fetch_cmd("http://api.example.invalid", &w.dir.path().join("o"))
         .args(PUSH)
-        .env("GH_TOKEN", TOKEN));
-    assert_exit(&r, 31, "plain http is only allowed on loopback");
+        .env("GH_TOKEN", TOKEN), @r#"
+            success: false
+            exit_code: 31
+            ----- stdout -----
+
+            ----- stderr -----
+            looking for cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111 from .github/workflows/ci.yml (push of cupy/cupy)
+            warning: using the token from $GH_TOKEN; prefer --token-file (environment variables leak into child processes)
+            error: API URL http://api.example.invalid/: plain http is only allowed on loopback (the token would travel in clear)
+        "#);
 }
 
 // ---------------------------------------------------------------- issue 12

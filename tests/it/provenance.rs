@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::common::*;
+use crate::vouch_snapshot;
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use serde_json::Value;
@@ -183,7 +184,7 @@ fn pypi_provenance_object_verifies() {
 
 #[test]
 fn conda_attestation_verifies_a_real_file() {
-    let r = run(vouch()
+    vouch_snapshot!(vouch()
         .arg("verify")
         .arg(fixture("signed-package-2.1.0-hb0f4dca_0.conda"))
         .arg("--bundle")
@@ -193,10 +194,21 @@ fn conda_attestation_verifies_a_real_file() {
             "prefix-dev/sigstore-example",
             "--predicate-type",
             "https://schemas.conda.org/attestations-publish-1.schema.json",
-        ]));
-    assert_eq!(r.code, 0, "{}", r.stderr);
-    assert!(r.stdout.starts_with("verified: "), "{}", r.stdout);
-    assert!(!r.stdout.contains("not checked"), "{}", r.stdout);
+        ]), @r#"
+            success: true
+            exit_code: 0
+            ----- stdout -----
+            verified: [REPO]/tests/fixtures/sigstore/signed-package-2.1.0-hb0f4dca_0.conda (sha256:[SHA256])
+              signer:     https://github.com/prefix-dev/sigstore-example/.github/workflows/action.yaml@refs/heads/main
+              issuer:     https://token.actions.githubusercontent.com
+              repository: https://github.com/prefix-dev/sigstore-example  ref: refs/heads/main  commit: 193b5bd7d3985809503963ae400594ea16df31cf
+              workflow:   https://github.com/prefix-dev/sigstore-example/.github/workflows/action.yaml@refs/heads/main  event: push  runner: github-hosted
+              run:        https://github.com/prefix-dev/sigstore-example/actions/runs/17377272645/attempts/1
+              predicate:  https://schemas.conda.org/attestations-publish-1.schema.json
+              checks:     certificate chain ok, SCT ok, transparency log ok, signature ok, statement ok, digest ok, identity policy ok
+
+            ----- stderr -----
+        "#);
 }
 
 /// One way to break the cli/cli bundle, or to ask the wrong question about it, and the one
@@ -424,15 +436,26 @@ fn real_bundle_whose_statement_disagrees_with_its_certificate() {
 
 #[test]
 fn keyless_verification_requires_an_identity() {
-    let r = run(&mut verify_cli_digest(&fixture(CLI_BUNDLE)));
-    assert_exit(&r, 2, "needs an identity");
+    vouch_snapshot!(&mut verify_cli_digest(&fixture(CLI_BUNDLE)), @r#"
+        success: false
+        exit_code: 2
+        ----- stdout -----
+
+        ----- stderr -----
+        error: keyless verification needs an identity: give --repo OWNER/NAME (or `repository` in a --policy file)
+    "#);
     // A signer workflow alone is not enough: with a reusable workflow it names another repository.
-    let r = run(verify_cli_digest(&fixture(CLI_BUNDLE)).args([
+    vouch_snapshot!(verify_cli_digest(&fixture(CLI_BUNDLE)).args([
         "--signer-workflow",
         "cli/cli/.github/workflows/deployment.yml",
-    ]));
-    assert_eq!(r.code, 2, "{}", r.stderr);
-    assert!(!r.stdout.contains("verified"));
+    ]), @r#"
+        success: false
+        exit_code: 2
+        ----- stdout -----
+
+        ----- stderr -----
+        error: keyless verification needs an identity: give --repo OWNER/NAME (or `repository` in a --policy file)
+    "#);
 }
 
 // ---------------------------------------------------------------- signing round trips
@@ -659,9 +682,21 @@ fn pr_policy_requires_the_certificate_ref() {
     let sigstore = LocalSigstore::start();
     let (signed, r) = sign_keyless(&sigstore, &GithubClaims::push("cupy/cupy", SHA), &[]);
     assert_eq!(r.code, 0, "{}", r.stderr);
-    let r = verify_signed(&signed, &["--pr", "7"]);
-    assert_failure(&r, 16, "policy", "");
-    assert!(r.stderr.contains("refs/pull/7/merge"), "{}", r.stderr);
+    vouch_snapshot!(verify_signed(&signed, &["--pr", "7"]), @r#"
+        success: false
+        exit_code: 16
+        ----- stdout -----
+        {
+          "verified": false,
+          "kind": "policy",
+          "message": "source ref for the pull request (OID .1.14): expected \"refs/pull/7/merge\", found \"refs/heads/main\"",
+          "causes": []
+        }
+
+        ----- stderr -----
+        error: verification of [TEMP]/wheel.sigstore.json failed
+          caused by: policy check failed: source ref for the pull request (OID .1.14): expected "refs/pull/7/merge", found "refs/heads/main"
+    "#);
 }
 
 // ---------------------------------------------------------------- issue 12
@@ -720,16 +755,21 @@ fn issue12_key_signed_bundle_for_another_file_is_a_digest_failure() {
     assert_eq!(verify_key(&file, &bundle, &key, &[]).code, 0);
     let other = dir.path().join("pkg-1.0-py3-none-any-other.whl");
     std::fs::write(&other, b"other wheel bytes").unwrap();
-    let r = verify_key(&other, &bundle, &key, &[]);
-    assert_failure(&r, 15, "digest", "");
-    assert!(
-        r.json()["message"]
-            .as_str()
-            .unwrap()
-            .contains("is not among the statement's subjects (pkg-1.0-py3-none-any.whl sha256:"),
-        "{}",
-        r.stdout
-    );
+    vouch_snapshot!(verify_key(&other, &bundle, &key, &[]), @r#"
+        success: false
+        exit_code: 15
+        ----- stdout -----
+        {
+          "verified": false,
+          "kind": "digest",
+          "message": "sha256:[SHA256] is not among the statement's subjects (pkg-1.0-py3-none-any.whl sha256:[SHA256])",
+          "causes": []
+        }
+
+        ----- stderr -----
+        error: verification of [TEMP]/b.sigstore.json failed
+          caused by: digest check failed: sha256:[SHA256] is not among the statement's subjects (pkg-1.0-py3-none-any.whl sha256:[SHA256])
+    "#);
 }
 
 /// The bundle spec: a key-signed envelope's `keyid` equals `verificationMaterial.publicKey.hint`.
@@ -796,26 +836,26 @@ fn issue12_json_failure_carries_the_cause_chain() {
     let b = tampered(dir.path(), CLI_BUNDLE, |v| {
         v["dsseEnvelope"]["signatures"] = serde_json::json!([]);
     });
-    let r = verify_cli(&b, &[]);
-    assert_eq!((r.code, kind_of(&r).as_str()), (10, "bundle"));
-    let j = r.json();
-    assert!(
-        j["message"]
-            .as_str()
-            .unwrap()
-            .ends_with("is not a valid Sigstore bundle"),
-        "{j}"
-    );
-    let causes: Vec<&str> = j["causes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c.as_str().unwrap())
-        .collect();
-    assert!(
-        causes.iter().any(|c| c.contains("signature")),
-        "the parser's reason is there: {causes:?}"
-    );
+    // The parser's reason is among the causes.
+    vouch_snapshot!(verify_cli(&b, &[]), @r#"
+        success: false
+        exit_code: 10
+        ----- stdout -----
+        {
+          "verified": false,
+          "kind": "bundle",
+          "message": "[TEMP]/tampered-cli-gh-2.50.0-windows-arm64.sigstore.json is not a valid Sigstore bundle",
+          "causes": [
+            "JSON error: DSSE envelope must contain exactly one signature, found 0 at line 54 column 1"
+          ]
+        }
+
+        ----- stderr -----
+        error: verification of [TEMP]/tampered-cli-gh-2.50.0-windows-arm64.sigstore.json failed
+          caused by: bundle check failed: [TEMP]/tampered-cli-gh-2.50.0-windows-arm64.sigstore.json is not a valid Sigstore bundle
+          caused by: JSON error: DSSE envelope must contain exactly one signature, found 0 at line 54 column 1
+          caused by: DSSE envelope must contain exactly one signature, found 0 at line 54 column 1
+    "#);
 }
 
 /// Identity claims of a key-signed bundle come from the statement: a mismatch names the
@@ -859,12 +899,27 @@ fn issue12_bad_inputs_are_refused_before_verifying() {
     let (dir, file, bundle, key) = key_signed(&[]);
     // A private key, or not a key at all, as --key.
     let private = dir.path().join("signing.pem");
-    let r = verify_key(&file, &bundle, &private, &[]);
-    assert_exit(&r, 17, "holds a private key");
+    vouch_snapshot!(verify_key(&file, &bundle, &private, &[]), @r#"
+        success: false
+        exit_code: 17
+        ----- stdout -----
+
+        ----- stderr -----
+        error: --key "[TEMP]/signing.pem"
+          caused by: trust-root check failed: the --key file holds a private key; give the public key (`vouch keygen` writes it to <key>.pub)
+    "#);
     let junk = dir.path().join("junk.pem");
     std::fs::write(&junk, "not a key").unwrap();
-    let r = verify_key(&file, &bundle, &junk, &[]);
-    assert_exit(&r, 17, "not a PEM public key");
+    vouch_snapshot!(verify_key(&file, &bundle, &junk, &[]), @r#"
+        success: false
+        exit_code: 17
+        ----- stdout -----
+
+        ----- stderr -----
+        error: --key "[TEMP]/junk.pem"
+          caused by: trust-root check failed: the --key file is not a PEM public key (`-----BEGIN PUBLIC KEY-----`)
+          caused by: Invalid encoding: failed to parse PEM: malformedframing
+    "#);
     // A short commit or a malformed event could never match: usage errors.
     for flags in [
         ["--sha", "0123456"],
@@ -875,13 +930,19 @@ fn issue12_bad_inputs_are_refused_before_verifying() {
         assert_eq!(r.code, 2, "{flags:?}: {}", r.stderr);
     }
     // --issuer with --key: a key-signed bundle has no issuer to hold it against.
-    let r = verify_key(
+    vouch_snapshot!(verify_key(
         &file,
         &bundle,
         &key,
         &["--issuer", "https://token.actions.githubusercontent.com"],
-    );
-    assert_exit(&r, 2, "--issuer applies to certificates");
+    ), @r#"
+        success: false
+        exit_code: 2
+        ----- stdout -----
+
+        ----- stderr -----
+        error: --issuer applies to certificates; a bundle verified with --key has none
+    "#);
     // Evidence that is a FIFO is refused, not waited on.
     let fifo = dir.path().join("fifo.sigstore.json");
     mkfifo(&fifo);
@@ -892,8 +953,15 @@ fn issue12_bad_inputs_are_refused_before_verifying() {
         .arg(&fifo)
         .arg("--key")
         .arg(&key);
-    let r = run_with_timeout(&mut cmd, std::time::Duration::from_secs(30));
-    assert_exit(&r, 6, "a FIFO, not a regular file");
+    vouch_snapshot!(run_with_timeout(&mut cmd, std::time::Duration::from_secs(30)), @r#"
+        success: false
+        exit_code: 6
+        ----- stdout -----
+
+        ----- stderr -----
+        error: opening "[TEMP]/fifo.sigstore.json"
+          caused by: it is a FIFO, not a regular file
+    "#);
 }
 
 /// `attest` refuses flags it would otherwise ignore: context flags inside GitHub Actions (the
@@ -923,22 +991,42 @@ fn issue12_attest_refuses_flags_it_would_ignore() {
         run(&mut cmd)
     };
     assert_eq!(attest(&[], true).code, 0, "the context from GITHUB_*");
-    let r = attest(&["--repo", "other/repo", "--event", "release"], true);
-    assert_exit(&r, 2, "--repo, --event would be ignored");
+    vouch_snapshot!(attest(&["--repo", "other/repo", "--event", "release"], true), @r#"
+        success: false
+        exit_code: 2
+        ----- stdout -----
+
+        ----- stderr -----
+        error: in GitHub Actions the run context comes from GITHUB_* and the event payload, so --repo, --event would be ignored; drop it, or give --local to describe the run with flags only
+        ::error title=vouch::in GitHub Actions the run context comes from GITHUB_* and the event payload, so --repo, --event would be ignored; drop it, or give --local to describe the run with flags only
+    "#);
     // The event payload says which PR (none, for a push): a flag must not override it.
-    let r = attest(&["--pr", "7"], true);
-    assert_exit(&r, 2, "--pr would be ignored");
+    vouch_snapshot!(attest(&["--pr", "7"], true), @r#"
+        success: false
+        exit_code: 2
+        ----- stdout -----
+
+        ----- stderr -----
+        error: in GitHub Actions the run context comes from GITHUB_* and the event payload, so --pr would be ignored; drop it, or give --local to describe the run with flags only
+        ::error title=vouch::in GitHub Actions the run context comes from GITHUB_* and the event payload, so --pr would be ignored; drop it, or give --local to describe the run with flags only
+    "#);
     let r = attest(&["--local", "--repo", "other/repo", "--sha", SHA], true);
     assert_eq!(
         r.code, 0,
         "--local: the flags are the context: {}",
         r.stderr
     );
-    let r = attest(
+    vouch_snapshot!(attest(
         &["--repo", "a/b", "--sha", SHA, "--fulcio-url", "https://f"],
         false,
-    );
-    assert_exit(&r, 2, "--fulcio-url only apply to keyless signing");
+    ), @r#"
+        success: false
+        exit_code: 2
+        ----- stdout -----
+
+        ----- stderr -----
+        error: --fulcio-url only apply to keyless signing (--signer sigstore), not to --signer key:[TEMP]/k.pem
+    "#);
 }
 
 /// The OIDC token file is consumed before anything else can fail.
@@ -1048,10 +1136,16 @@ fn issue12_digest_with_project_policy_is_refused() {
         "[[project]]\nname = \"gh\"\nrepository = \"cli/cli\"\nref = \"refs/heads/main\"\n",
     )
     .unwrap();
-    let r = run(verify_cli_digest(&fixture(CLI_BUNDLE))
+    vouch_snapshot!(verify_cli_digest(&fixture(CLI_BUNDLE))
         .args(["--repo", "cli/cli", "--policy"])
-        .arg(&policy));
-    assert_exit(&r, 2, "[[project]] entries");
+        .arg(&policy), @r#"
+            success: false
+            exit_code: 2
+            ----- stdout -----
+
+            ----- stderr -----
+            error: --policy "[TEMP]/p.toml" has [[project]] entries, but --digest gives no file name to choose one by; verify the file itself, or give the identity as flags
+        "#);
     // Defaults only: they apply to a digest as to a file.
     std::fs::write(
         &policy,
