@@ -461,6 +461,8 @@ fn default_filters() -> Vec<(String, String)> {
         (r"[0-9a-f]{64}".into(), "[SHA256]".into()),
         (r"127\.0\.0\.1:[0-9]+".into(), "127.0.0.1:[PORT]".into()),
         (r"\b[0-9]+(\.[0-9]+)?(ms|s)\b".into(), "[TIME]".into()),
+        // Diff context lines of empty lines end in a space, which editors strip from sources.
+        (r"(?m)[ \t]+$".into(), String::new()),
     ]
 }
 
@@ -507,4 +509,17 @@ macro_rules! vouch_snapshot {
     ($cmd:expr, @$snapshot:literal) => {{
         $crate::vouch_snapshot!([], $cmd, @$snapshot)
     }};
+}
+
+/// Labelled runs as one snapshot text, for tables of cases: the diff of a changed snapshot
+/// names each case that changed by its label.
+pub fn snapshot_cases<L: std::fmt::Debug>(
+    cases: impl IntoIterator<Item = (L, Run)>,
+    extra: &[(&str, &str)],
+) -> String {
+    cases
+        .into_iter()
+        .map(|(label, run)| format!("===== {label:?}\n{}", snapshot_text(&run, extra)))
+        .collect::<Vec<_>>()
+        .join("\n")
 }
