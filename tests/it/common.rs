@@ -9,6 +9,7 @@ use std::sync::OnceLock;
 
 use sha2::{Digest as _, Sha256};
 
+#[derive(Clone)]
 pub struct Run {
     pub code: i32,
     pub stdout: String,
@@ -441,6 +442,12 @@ impl IntoRun for Run {
     }
 }
 
+impl IntoRun for &Run {
+    fn into_run(self) -> Run {
+        self.clone()
+    }
+}
+
 /// Replacements that make any run's output the same from machine to machine and run to run:
 /// temp dirs, the checkout, digests, loopback ports and durations. Later filters see the text
 /// the earlier ones left, so the specific (paths) come before the general (hex).
@@ -449,6 +456,9 @@ fn default_filters() -> Vec<(String, String)> {
     let temp = temp.to_string_lossy();
     let temp = temp.trim_end_matches('/');
     vec![
+        // Debug and trace logs (at -vv and up) are dependencies' (hyper, reqwest) chatter,
+        // which varies by machine and timing; vouch's own messages are info and above.
+        (r"(?m)^ *(TRACE|DEBUG) .*\n".into(), String::new()),
         (
             regex::escape(env!("CARGO_TARGET_TMPDIR")),
             "[TARGET_TMP]".into(),
@@ -459,7 +469,10 @@ fn default_filters() -> Vec<(String, String)> {
         ),
         (regex::escape(env!("CARGO_MANIFEST_DIR")), "[REPO]".into()),
         (r"[0-9a-f]{64}".into(), "[SHA256]".into()),
-        (r"127\.0\.0\.1:[0-9]+".into(), "127.0.0.1:[PORT]".into()),
+        (
+            r"\b(127\.0\.0\.1|0\.0\.0\.0|localhost):[0-9]+".into(),
+            "$1:[PORT]".into(),
+        ),
         (r"\b[0-9]+(\.[0-9]+)?(ms|s)\b".into(), "[TIME]".into()),
         // Diff context lines of empty lines end in a space, which editors strip from sources.
         (r"(?m)[ \t]+$".into(), String::new()),
