@@ -1,5 +1,11 @@
-//! Shared harness for the integration test binaries: running the real `vouch` binary, temp
+//! Shared harness for the integration tests: running the real `vouch` binary, temp
 //! dirs, crafting wheels, and filters that make output snapshot-stable.
+//!
+//! Snapshot or `contains`? CLI output is snapshotted with `vouch_snapshot!` wherever the
+//! filters make it the same on every machine. `contains` stays for: secrets that must never
+//! appear (a negative check says that intent whatever else changes); output that embeds a real
+//! tool's text (pip, setuptools, gcc, ccache) or a -vvv trace, which varies with versions and
+//! timing; and text that is not CLI output (files written, JSON fields, summaries).
 #![allow(dead_code)]
 
 use std::io::Write as _;

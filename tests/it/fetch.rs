@@ -927,12 +927,21 @@ fn token_from_environment_works_with_a_warning() {
     let w = World::new();
     w.push_build();
     let gh = w.github();
-    let r = run(w
+    let r = vouch_snapshot!(w
         .fetch_cmd(&gh.url, &w.dir.path().join("o"))
         .args(PUSH)
-        .env("GH_TOKEN", TOKEN));
-    assert_eq!(r.code, 0, "{}", r.stderr);
-    assert!(r.stderr.contains("warning: using the token from $GH_TOKEN"));
+        .env("GH_TOKEN", TOKEN), @r#"
+            success: true
+            exit_code: 0
+            ----- stdout -----
+            sha256:[SHA256]  [TEMP]/o/cupy_cuda13x-14.2.0-cp312-cp312-manylinux_2_28_x86_64.whl
+
+            ----- stderr -----
+            looking for cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111 from .github/workflows/ci.yml (push of cupy/cupy)
+            warning: using the token from $GH_TOKEN; prefer --token-file (environment variables leak into child processes)
+            verified artifact 1001 from run 500 (4 API calls)
+        "#);
+    // The token must never appear, whatever else the output says: a negative check.
     assert!(!r.stderr.contains(TOKEN) && !r.stdout.contains(TOKEN));
 }
 
@@ -1436,21 +1445,26 @@ fn issue12_unauthorized_names_token_file_and_gh_token() {
         }
         run(&mut cmd)
     };
-    let r = fetch(None);
-    assert_exit(
-        &r,
-        31,
-        "no token was given: pass one with --token-file FILE, or set GH_TOKEN",
-    );
+    vouch_snapshot!(fetch(None), @r#"
+        success: false
+        exit_code: 31
+        ----- stdout -----
+
+        ----- stderr -----
+        looking for cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111 from .github/workflows/ci.yml (push of cupy/cupy)
+        error: GitHub API: GET http://127.0.0.1:[PORT]/repos/cupy/cupy/actions/workflows/ci.yml failed with HTTP 401: Bad credentials (no token was given: pass one with --token-file FILE, or set GH_TOKEN)
+    "#);
     let wrong = w.dir.path().join("wrong-token");
     std::fs::write(&wrong, "ghp_wrong").unwrap();
-    let r = fetch(Some(&wrong));
-    assert_eq!(r.code, 31, "{}", r.stderr);
-    assert!(
-        r.stderr.contains("HTTP 401") && r.stderr.contains("the token from --token-file"),
-        "{}",
-        r.stderr
-    );
+    let r = vouch_snapshot!(fetch(Some(&wrong)), @r#"
+        success: false
+        exit_code: 31
+        ----- stdout -----
+
+        ----- stderr -----
+        looking for cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111 from .github/workflows/ci.yml (push of cupy/cupy)
+        error: GitHub API: GET http://127.0.0.1:[PORT]/repos/cupy/cupy/actions/workflows/ci.yml failed with HTTP 401: Bad credentials (the token from --token-file "[TEMP]/wrong-token" was refused: is it expired, or for another host?)
+    "#);
     assert!(!r.stderr.contains("ghp_wrong"));
 }
 
