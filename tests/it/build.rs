@@ -1,11 +1,10 @@
 //! `vouch build` and `vouch demo` on the bundled sample: real CPython, pip, setuptools, gcc.
 
-mod common;
-
 use std::path::Path;
 use std::process::Command;
 
-use common::*;
+use crate::common::*;
+use crate::vouch_snapshot;
 
 /// `vouch build --source SOURCE --out OUT`, to add flags to.
 fn vouch_build(source: impl AsRef<Path>, out: impl AsRef<Path>) -> Command {
@@ -199,6 +198,7 @@ fn compiler_error_exits_4_with_the_compiler_output() {
     let dir = tempdir();
     let src = dir.path().join("sample");
     copy_sample(&src);
+    // The compiler's and pip's own output vary by version: checked by `contains`, not snapshot.
     std::fs::write(src.join("csrc/checksum.c"), "this is not C;\n").unwrap();
     let out = dir.path().join("out");
     let r = run(&mut vouch_build(&src, &out));
@@ -412,26 +412,57 @@ fn issue12_work_dir_never_wipes_the_source_and_relative_paths_work() {
     let src = dir.path().join("checkout");
     copy_sample(&src);
     std::fs::write(src.join("uncommitted.txt"), b"precious").unwrap();
-    for wd in [src.clone(), dir.path().to_owned()] {
+    let mut refused = Vec::new();
+    for (label, wd) in [
+        ("the checkout", src.clone()),
+        ("its parent", dir.path().to_owned()),
+    ] {
         let r = run(vouch_build(&src, dir.path().join("out"))
             .arg("--work-dir")
             .arg(&wd));
-        assert_eq!(r.code, 2, "{}", r.stderr);
-        assert!(r.stderr.contains("work directory"), "{}", r.stderr);
         assert!(
             src.join("uncommitted.txt").is_file(),
             "the checkout survived"
         );
+        refused.push((label, r));
     }
+    insta::assert_snapshot!(snapshot_cases(refused, &[]), @r#"
+        ===== "the checkout"
+        success: false
+        exit_code: 2
+        ----- stdout -----
+
+        ----- stderr -----
+        building [TEMP]/checkout
+        error: building a wheel from "[TEMP]/checkout"
+          caused by: work directory "[TEMP]/checkout": holds "[TEMP]/checkout", which the build reads or writes; emptying it would lose it
+
+        ===== "its parent"
+        success: false
+        exit_code: 2
+        ----- stdout -----
+
+        ----- stderr -----
+        building [TEMP]/checkout
+        error: building a wheel from "[TEMP]/checkout"
+          caused by: work directory "[TEMP]": holds "[TEMP]/checkout", which the build reads or writes; emptying it would lose it
+    "#);
     // A directory vouch did not make, with someone's files in it, is left alone.
     let foreign = dir.path().join("foreign");
     std::fs::create_dir_all(&foreign).unwrap();
     std::fs::write(foreign.join("notes.txt"), b"mine").unwrap();
-    let r = run(vouch_build(&src, dir.path().join("out"))
+    vouch_snapshot!(vouch_build(&src, dir.path().join("out"))
         .arg("--work-dir")
-        .arg(&foreign));
-    assert_eq!(r.code, 2, "{}", r.stderr);
-    assert!(r.stderr.contains("not made by vouch"), "{}", r.stderr);
+        .arg(&foreign), @r#"
+            success: false
+            exit_code: 2
+            ----- stdout -----
+
+            ----- stderr -----
+            building [TEMP]/checkout
+            error: building a wheel from "[TEMP]/checkout"
+              caused by: work directory "[TEMP]/foreign": is not empty and was not made by vouch (no .vouch-workdir file); vouch empties only its own work directories
+        "#);
     assert!(foreign.join("notes.txt").is_file());
 
     // Relative paths, from another current directory.
@@ -619,6 +650,7 @@ for seal in glob.glob(r'{cache}/trusted/venvs/*.seal.json'):
 
     let r = build(&good, "push", true, "o3");
     assert_eq!(r.code, 0, "{}", r.stderr);
+    // The build's stderr carries pip's output: `contains`, not a snapshot.
     assert!(r.stderr.contains("not authenticated"), "{}", r.stderr);
     assert!(!marker.exists(), "the push build ran the planted .pth");
 }
@@ -643,15 +675,15 @@ fn issue12_sdist_with_case_colliding_names_is_refused() {
         .unwrap();
     assert!(st.success());
     let out = dir.path().join("out");
-    let r = run(&mut vouch_build(&sdist, &out));
+    vouch_snapshot!(vouch_build(&sdist, &out), @r#"
+        success: false
+        exit_code: 3
+        ----- stdout -----
 
-    assert_eq!(r.code, 3, "{}", r.stderr);
-    assert!(
-        r.stderr.contains(
-            "members \"vouch_sample-0.1.0/src/vouch_sample/Util.py\" and \"vouch_sample-0.1.0/src/vouch_sample/util.py\" collide: names that differ only in case"
-        ),
-        "{}",
-        r.stderr
-    );
+        ----- stderr -----
+        building [TEMP]/vouch_sample-0.1.0.tar.gz
+        error: building a wheel from "[TEMP]/vouch_sample-0.1.0.tar.gz"
+          caused by: sdist "[TEMP]/vouch_sample-0.1.0.tar.gz": members "vouch_sample-0.1.0/src/vouch_sample/Util.py" and "vouch_sample-0.1.0/src/vouch_sample/util.py" collide: names that differ only in case, one path on Windows and macOS
+    "#);
     assert!(!out.exists(), "nothing built");
 }

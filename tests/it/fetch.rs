@@ -2,11 +2,10 @@
 //! instance, real artifacts signed keyless; every attack rejected with its exit code and
 //! nothing written or installed.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 
-use common::*;
+use crate::common::*;
+use crate::vouch_snapshot;
 use serde_json::Value;
 use vouch_testgh::FakeGithub;
 use vouch_testsig::{GithubClaims, LocalSigstore};
@@ -184,11 +183,13 @@ impl World {
         (r, out)
     }
 
-    /// Fetches the push build from a fresh fake API: it must fail with `code`, naming `reason`.
-    fn assert_push_rejected(&self, code: i32, reason: &str) {
+    /// Fetches the push build from a fresh fake API, which must refuse it; the caller
+    /// snapshots the refusal.
+    fn push_rejected(&self) -> Run {
         let gh = self.github();
         let (r, out) = self.fetch(&gh, PUSH);
-        assert_rejected(&r, &out, code, reason);
+        assert_nothing_written(&out);
+        r
     }
 
     fn github(&self) -> FakeGithub {
@@ -247,13 +248,7 @@ const PUSH: &[&str] = &[
     "cuda13x-py3.12-linux-64",
 ];
 
-fn assert_rejected(r: &Run, out: &Path, code: i32, reason: &str) {
-    assert_eq!(r.code, code, "stdout: {}\nstderr: {}", r.stdout, r.stderr);
-    assert!(
-        r.stderr.contains(reason),
-        "expected {reason:?} in:\n{}",
-        r.stderr
-    );
+fn assert_nothing_written(out: &Path) {
     assert!(
         !out.exists() || std::fs::read_dir(out).unwrap().next().is_none(),
         "nothing may be written on failure"
@@ -325,56 +320,124 @@ fn newest_passing_candidate_wins_and_rejections_are_reported() {
     assert_eq!(std::fs::read(out.join(WHEEL)).unwrap(), b"the wheel");
 }
 
-fn pin_attack(edit: impl FnOnce(&mut Value), reason: &str) {
+/// The push build with its run edited as an attacker would: fetch must refuse it.
+fn pin_attack(edit: impl FnOnce(&mut Value)) -> Run {
     let w = World::new();
     w.push_build();
     w.edit("runs/500.json", edit);
-    w.assert_push_rejected(30, reason);
+    w.push_rejected()
 }
 
 #[test]
 fn rejects_same_named_artifact_from_sibling_workflow() {
-    pin_attack(
-        |r| r["workflow_id"] = 999.into(),
-        "workflow_id 999 is not 161335",
-    );
+    vouch_snapshot!(pin_attack(|r| r["workflow_id"] = 999.into()), @r#"
+        success: false
+        exit_code: 30
+        ----- stdout -----
+        {
+          "exit_code": 30,
+          "fetched": false,
+          "message": "no artifact named \"cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111\" passed: artifact 1001 (run 500): run's workflow_id 999 is not 161335 (.github/workflows/ci.yml)"
+        }
+
+        ----- stderr -----
+        looking for cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111 from .github/workflows/ci.yml (push of cupy/cupy)
+        error: no artifact named "cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111" passed: artifact 1001 (run 500): run's workflow_id 999 is not 161335 (.github/workflows/ci.yml)
+    "#);
 }
 
 #[test]
 fn rejects_failed_run() {
-    pin_attack(|r| r["conclusion"] = "failure".into(), "did not succeed");
+    vouch_snapshot!(pin_attack(|r| r["conclusion"] = "failure".into()), @r#"
+        success: false
+        exit_code: 30
+        ----- stdout -----
+        {
+          "exit_code": 30,
+          "fetched": false,
+          "message": "no artifact named \"cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111\" passed: artifact 1001 (run 500): run did not succeed (status \"completed\", conclusion \"failure\")"
+        }
+
+        ----- stderr -----
+        looking for cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111 from .github/workflows/ci.yml (push of cupy/cupy)
+        error: no artifact named "cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111" passed: artifact 1001 (run 500): run did not succeed (status "completed", conclusion "failure")
+    "#);
 }
 
 #[test]
 fn rejects_cancelled_run() {
-    pin_attack(|r| r["conclusion"] = "cancelled".into(), "did not succeed");
+    vouch_snapshot!(pin_attack(|r| r["conclusion"] = "cancelled".into()), @r#"
+        success: false
+        exit_code: 30
+        ----- stdout -----
+        {
+          "exit_code": 30,
+          "fetched": false,
+          "message": "no artifact named \"cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111\" passed: artifact 1001 (run 500): run did not succeed (status \"completed\", conclusion \"cancelled\")"
+        }
+
+        ----- stderr -----
+        looking for cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111 from .github/workflows/ci.yml (push of cupy/cupy)
+        error: no artifact named "cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111" passed: artifact 1001 (run 500): run did not succeed (status "completed", conclusion "cancelled")
+    "#);
 }
 
 #[test]
 fn rejects_run_of_another_event() {
-    pin_attack(
-        |r| r["event"] = "workflow_dispatch".into(),
-        "event is \"workflow_dispatch\"",
-    );
+    vouch_snapshot!(pin_attack(|r| r["event"] = "workflow_dispatch".into()), @r#"
+        success: false
+        exit_code: 30
+        ----- stdout -----
+        {
+          "exit_code": 30,
+          "fetched": false,
+          "message": "no artifact named \"cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111\" passed: artifact 1001 (run 500): run's event is \"workflow_dispatch\", expected \"push\""
+        }
+
+        ----- stderr -----
+        looking for cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111 from .github/workflows/ci.yml (push of cupy/cupy)
+        error: no artifact named "cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111" passed: artifact 1001 (run 500): run's event is "workflow_dispatch", expected "push"
+    "#);
 }
 
 #[test]
 fn rejects_run_of_another_head_sha() {
-    pin_attack(
-        |r| r["head_sha"] = "3333333333333333333333333333333333333333".into(),
-        "head_sha is 3333",
-    );
+    vouch_snapshot!(pin_attack(|r| r["head_sha"] = "3333333333333333333333333333333333333333".into()), @r#"
+        success: false
+        exit_code: 30
+        ----- stdout -----
+        {
+          "exit_code": 30,
+          "fetched": false,
+          "message": "no artifact named \"cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111\" passed: artifact 1001 (run 500): run's head_sha is 3333333333333333333333333333333333333333, expected 1111111111111111111111111111111111111111"
+        }
+
+        ----- stderr -----
+        looking for cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111 from .github/workflows/ci.yml (push of cupy/cupy)
+        error: no artifact named "cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111" passed: artifact 1001 (run 500): run's head_sha is 3333333333333333333333333333333333333333, expected 1111111111111111111111111111111111111111
+    "#);
 }
 
 #[test]
 fn rejects_fork_run_for_push() {
-    pin_attack(
-        |r| {
-            r["head_repository"]["full_name"] = "attacker/cupy".into();
-            r["head_repository"]["fork"] = true.into();
-        },
-        "a fork or another repository",
-    );
+    let fork = |r: &mut Value| {
+        r["head_repository"]["full_name"] = "attacker/cupy".into();
+        r["head_repository"]["fork"] = true.into();
+    };
+    vouch_snapshot!(pin_attack(fork), @r#"
+            success: false
+            exit_code: 30
+            ----- stdout -----
+            {
+              "exit_code": 30,
+              "fetched": false,
+              "message": "no artifact named \"cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111\" passed: artifact 1001 (run 500): a push build's head repository is \"attacker/cupy\", a fork or another repository"
+            }
+
+            ----- stderr -----
+            looking for cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111 from .github/workflows/ci.yml (push of cupy/cupy)
+            error: no artifact named "cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111" passed: artifact 1001 (run 500): a push build's head repository is "attacker/cupy", a fork or another repository
+        "#);
 }
 
 #[test]
@@ -387,7 +450,20 @@ fn rejects_artifact_whose_run_id_is_not_the_pinned_run() {
         a["workflow_run"]["id"] = 501.into()
     });
     std::fs::copy(w.store.join("runs/500.json"), w.store.join("runs/501.json")).unwrap();
-    w.assert_push_rejected(30, "workflow_run.id is not the run");
+    vouch_snapshot!(w.push_rejected(), @r#"
+        success: false
+        exit_code: 30
+        ----- stdout -----
+        {
+          "exit_code": 30,
+          "fetched": false,
+          "message": "no artifact named \"cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111\" passed: artifact 1001 (run 501): artifact's workflow_run.id is not the run"
+        }
+
+        ----- stderr -----
+        looking for cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111 from .github/workflows/ci.yml (push of cupy/cupy)
+        error: no artifact named "cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111" passed: artifact 1001 (run 501): artifact's workflow_run.id is not the run
+    "#);
 }
 
 #[test]
@@ -397,7 +473,21 @@ fn rejects_expired_artifact() {
     let gh = w.github();
     gh.faults.expired.lock().unwrap().push(id);
     let (r, out) = w.fetch(&gh, PUSH);
-    assert_rejected(&r, &out, 31, "expired (HTTP 410)");
+    assert_nothing_written(&out);
+    vouch_snapshot!(&r, @r#"
+        success: false
+        exit_code: 31
+        ----- stdout -----
+        {
+          "exit_code": 31,
+          "fetched": false,
+          "message": "no artifact named \"cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111\" passed: artifact 1001 (run 500): artifact has expired (HTTP 410)"
+        }
+
+        ----- stderr -----
+        looking for cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111 from .github/workflows/ci.yml (push of cupy/cupy)
+        error: no artifact named "cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111" passed: artifact 1001 (run 500): artifact has expired (HTTP 410)
+    "#);
 }
 
 /// Rewrites the artifact zip with other members (and, as an uploader would, its digest).
@@ -434,7 +524,20 @@ fn rejects_wheel_swapped_inside_the_zip() {
             (&format!("{WHEEL}.sigstore.json"), bundle),
         ],
     );
-    w.assert_push_rejected(15, "digest check failed");
+    vouch_snapshot!(w.push_rejected(), @r#"
+        success: false
+        exit_code: 15
+        ----- stdout -----
+        {
+          "exit_code": 15,
+          "fetched": false,
+          "message": "no artifact named \"cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111\" passed: artifact 1001 (run 500): cupy_cuda13x-14.2.0-cp312-cp312-manylinux_2_28_x86_64.whl: digest check failed: artifact mismatch: artifact hash does not match any subject in attestation"
+        }
+
+        ----- stderr -----
+        looking for cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111 from .github/workflows/ci.yml (push of cupy/cupy)
+        error: no artifact named "cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111" passed: artifact 1001 (run 500): cupy_cuda13x-14.2.0-cp312-cp312-manylinux_2_28_x86_64.whl: digest check failed: artifact mismatch: artifact hash does not match any subject in attestation
+    "#);
 }
 
 #[test]
@@ -450,12 +553,21 @@ fn rejects_bundle_replayed_from_another_pr() {
     let name = w.publish_pr7(&[wh, b]);
     let gh = w.github();
     let (r, out) = w.fetch(&gh, &pr7_args(&name));
-    assert_rejected(
-        &r,
-        &out,
-        16,
-        "expected \"refs/pull/7/merge\", found \"refs/pull/8/merge\"",
-    );
+    assert_nothing_written(&out);
+    vouch_snapshot!(&r, @r#"
+        success: false
+        exit_code: 16
+        ----- stdout -----
+        {
+          "exit_code": 16,
+          "fetched": false,
+          "message": "no artifact named \"cupy-cuda13x-py3.12-linux-64-pr7-1111111111111111111111111111111111111111\" passed: artifact 1001 (run 700): cupy_cuda13x-14.2.0-cp312-cp312-manylinux_2_28_x86_64.whl: policy check failed: source ref for the pull request (OID .1.14): expected \"refs/pull/7/merge\", found \"refs/pull/8/merge\""
+        }
+
+        ----- stderr -----
+        looking for cupy-cuda13x-py3.12-linux-64-pr7-1111111111111111111111111111111111111111 from .github/workflows/ci.yml (pull_request of cupy/cupy)
+        error: no artifact named "cupy-cuda13x-py3.12-linux-64-pr7-1111111111111111111111111111111111111111" passed: artifact 1001 (run 700): cupy_cuda13x-14.2.0-cp312-cp312-manylinux_2_28_x86_64.whl: policy check failed: source ref for the pull request (OID .1.14): expected "refs/pull/7/merge", found "refs/pull/8/merge"
+    "#);
 }
 
 #[test]
@@ -467,22 +579,49 @@ fn rejects_bundle_signed_by_another_workflow_of_the_repo() {
         500,
         b"the wheel",
     );
-    w.assert_push_rejected(16, "build config workflow");
+    vouch_snapshot!(w.push_rejected(), @r#"
+        success: false
+        exit_code: 16
+        ----- stdout -----
+        {
+          "exit_code": 16,
+          "fetched": false,
+          "message": "no artifact named \"cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111\" passed: artifact 1001 (run 500): cupy_cuda13x-14.2.0-cp312-cp312-manylinux_2_28_x86_64.whl: policy check failed: build config workflow (OID .1.18): expected \"https://github.com/cupy/cupy/.github/workflows/ci.yml\", found \"https://github.com/cupy/cupy/.github/workflows/release.yml@refs/heads/main\""
+        }
+
+        ----- stderr -----
+        looking for cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111 from .github/workflows/ci.yml (push of cupy/cupy)
+        error: no artifact named "cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111" passed: artifact 1001 (run 500): cupy_cuda13x-14.2.0-cp312-cp312-manylinux_2_28_x86_64.whl: policy check failed: build config workflow (OID .1.18): expected "https://github.com/cupy/cupy/.github/workflows/ci.yml", found "https://github.com/cupy/cupy/.github/workflows/release.yml@refs/heads/main"
+    "#);
 }
 
-fn archive_attack(members: Vec<(&str, Vec<u8>)>, reason: &str) {
+fn archive_attack(members: Vec<(&str, Vec<u8>)>) -> Run {
     let w = World::new();
     let id = w.push_build();
     replace_zip(&w, id, &members);
     let gh = w.github();
     let (r, out) = w.fetch(&gh, PUSH);
-    assert_rejected(&r, &out, 32, reason);
+    assert_nothing_written(&out);
     assert!(!w.dir.path().parent().unwrap().join("evil").exists());
+    r
 }
 
 #[test]
 fn rejects_zip_with_absolute_member() {
-    archive_attack(vec![("/tmp/evil", b"x".to_vec())], "absolute path");
+    vouch_snapshot!(archive_attack(vec![("/tmp/evil", b"x".to_vec())]), @r#"
+        success: false
+        exit_code: 32
+        ----- stdout -----
+        {
+          "exit_code": 32,
+          "fetched": false,
+          "message": "no artifact named \"cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111\" passed: artifact 1001 (run 500): member \"/tmp/evil\" has an unsafe name (absolute path)"
+        }
+
+        ----- stderr -----
+        looking for cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111 from .github/workflows/ci.yml (push of cupy/cupy)
+        error: no artifact named "cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111" passed: artifact 1001 (run 500): member "/tmp/evil" has an unsafe name (absolute path)
+    "#);
 }
 
 #[test]
@@ -502,16 +641,39 @@ fn rejects_zip_with_symlink_member() {
     w.edit(&format!("artifacts/{id}.json"), |a| {
         a["digest"] = digest.into()
     });
-    w.assert_push_rejected(32, "symbolic link");
+    vouch_snapshot!(w.push_rejected(), @r#"
+        success: false
+        exit_code: 32
+        ----- stdout -----
+        {
+          "exit_code": 32,
+          "fetched": false,
+          "message": "no artifact named \"cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111\" passed: artifact 1001 (run 500): member \"link\" is a symbolic link"
+        }
+
+        ----- stderr -----
+        looking for cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111 from .github/workflows/ci.yml (push of cupy/cupy)
+        error: no artifact named "cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111" passed: artifact 1001 (run 500): member "link" is a symbolic link
+    "#);
 }
 
 #[test]
 fn rejects_zip_with_ten_thousand_members() {
     let names: Vec<String> = (0..10_000).map(|i| format!("f{i}")).collect();
-    archive_attack(
-        names.iter().map(|n| (n.as_str(), Vec::new())).collect(),
-        "10000 members",
-    );
+    vouch_snapshot!(archive_attack(names.iter().map(|n| (n.as_str(), Vec::new())).collect()), @r#"
+        success: false
+        exit_code: 32
+        ----- stdout -----
+        {
+          "exit_code": 32,
+          "fetched": false,
+          "message": "no artifact named \"cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111\" passed: artifact 1001 (run 500): 10000 members, over the limit of 1000"
+        }
+
+        ----- stderr -----
+        looking for cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111 from .github/workflows/ci.yml (push of cupy/cupy)
+        error: no artifact named "cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111" passed: artifact 1001 (run 500): 10000 members, over the limit of 1000
+    "#);
 }
 
 #[test]
@@ -543,7 +705,20 @@ fn rejects_zip_bomb() {
     w.edit(&format!("artifacts/{id}.json"), |a| {
         a["digest"] = digest.into()
     });
-    w.assert_push_rejected(32, "zip bomb");
+    vouch_snapshot!(w.push_rejected(), @r#"
+        success: false
+        exit_code: 32
+        ----- stdout -----
+        {
+          "exit_code": 32,
+          "fetched": false,
+          "message": "no artifact named \"cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111\" passed: artifact 1001 (run 500): members add up to more than 4294967296 bytes uncompressed (zip bomb?)"
+        }
+
+        ----- stderr -----
+        looking for cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111 from .github/workflows/ci.yml (push of cupy/cupy)
+        error: no artifact named "cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111" passed: artifact 1001 (run 500): members add up to more than 4294967296 bytes uncompressed (zip bomb?)
+    "#);
 }
 
 #[test]
@@ -555,7 +730,21 @@ fn rejects_truncated_download() {
         .truncate
         .store(true, std::sync::atomic::Ordering::Relaxed);
     let (r, out) = w.fetch(&gh, PUSH);
-    assert_rejected(&r, &out, 31, "/blob/");
+    assert_nothing_written(&out);
+    vouch_snapshot!(&r, @r#"
+        success: false
+        exit_code: 31
+        ----- stdout -----
+        {
+          "exit_code": 31,
+          "fetched": false,
+          "message": "no artifact named \"cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111\" passed: artifact 1001 (run 500): GitHub API: GET http://127.0.0.1:[PORT]/blob/1001: gave up after 4 attempts: connection failed"
+        }
+
+        ----- stderr -----
+        looking for cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111 from .github/workflows/ci.yml (push of cupy/cupy)
+        error: no artifact named "cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111" passed: artifact 1001 (run 500): GitHub API: GET http://127.0.0.1:[PORT]/blob/1001: gave up after 4 attempts: connection failed
+    "#);
 }
 
 #[test]
@@ -597,7 +786,21 @@ fn permanent_5xx_fails_after_bounded_retries() {
         .run_500s
         .store(100, std::sync::atomic::Ordering::Relaxed);
     let (r, out) = w.fetch(&gh, PUSH);
-    assert_rejected(&r, &out, 31, "gave up after 4 attempts: HTTP 500");
+    assert_nothing_written(&out);
+    vouch_snapshot!(&r, @r#"
+        success: false
+        exit_code: 31
+        ----- stdout -----
+        {
+          "exit_code": 31,
+          "fetched": false,
+          "message": "GitHub API: GET http://127.0.0.1:[PORT]/repos/cupy/cupy/actions/runs/500: gave up after 4 attempts: HTTP 500"
+        }
+
+        ----- stderr -----
+        looking for cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111 from .github/workflows/ci.yml (push of cupy/cupy)
+        error: GitHub API: GET http://127.0.0.1:[PORT]/repos/cupy/cupy/actions/runs/500: gave up after 4 attempts: HTTP 500
+    "#);
     assert_eq!(gh.api_calls(), 2 + 4);
 }
 
@@ -714,12 +917,21 @@ fn token_from_environment_works_with_a_warning() {
     let w = World::new();
     w.push_build();
     let gh = w.github();
-    let r = run(w
+    let r = vouch_snapshot!(w
         .fetch_cmd(&gh.url, &w.dir.path().join("o"))
         .args(PUSH)
-        .env("GH_TOKEN", TOKEN));
-    assert_eq!(r.code, 0, "{}", r.stderr);
-    assert!(r.stderr.contains("warning: using the token from $GH_TOKEN"));
+        .env("GH_TOKEN", TOKEN), @r#"
+            success: true
+            exit_code: 0
+            ----- stdout -----
+            sha256:[SHA256]  [TEMP]/o/cupy_cuda13x-14.2.0-cp312-cp312-manylinux_2_28_x86_64.whl
+
+            ----- stderr -----
+            looking for cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111 from .github/workflows/ci.yml (push of cupy/cupy)
+            warning: using the token from $GH_TOKEN; prefer --token-file (environment variables leak into child processes)
+            verified artifact 1001 from run 500 (4 API calls)
+        "#);
+    // The token must never appear, whatever else the output says: a negative check.
     assert!(!r.stderr.contains(TOKEN) && !r.stdout.contains(TOKEN));
 }
 
@@ -735,7 +947,7 @@ fn from_flexci_derives_pr_and_commit() {
     w.publish_pr7(&[wh, b]);
     let gh = w.github();
     let out = w.dir.path().join("flexci-out");
-    let r = run(vouch()
+    vouch_snapshot!(vouch()
         .arg("fetch")
         .args([
             "--repo",
@@ -756,8 +968,17 @@ fn from_flexci_derives_pr_and_commit() {
         .arg(&out)
         .env("GH_TOKEN", TOKEN)
         .env("FLEXCI_BRANCH", "refs/pull/7/merge")
-        .env("FLEXCI_REFERENCE_COMMIT_ID", HEAD));
-    assert_exit(&r, 0, "pull_request");
+        .env("FLEXCI_REFERENCE_COMMIT_ID", HEAD), @r#"
+            success: true
+            exit_code: 0
+            ----- stdout -----
+            sha256:[SHA256]  [TEMP]/flexci-out/cupy_cuda13x-14.2.0-cp312-cp312-manylinux_2_28_x86_64.whl
+
+            ----- stderr -----
+            looking for cupy-cuda13x-py3.12-linux-64-pr7-1111111111111111111111111111111111111111 from .github/workflows/ci.yml (pull_request of cupy/cupy)
+            warning: using the token from $GH_TOKEN; prefer --token-file (environment variables leak into child processes)
+            verified artifact 1001 from run 700 (4 API calls)
+        "#);
     assert!(out.join(WHEEL).is_file());
 }
 
@@ -773,17 +994,38 @@ fn exit_code_comes_from_the_candidate_that_got_furthest() {
     );
     w.publish_push("decoy", &claims("push", "ci.yml", 501, None), 501, b"decoy");
     w.edit("runs/501.json", |r| r["event"] = "workflow_dispatch".into());
-    w.assert_push_rejected(16, "build config workflow");
+    vouch_snapshot!(w.push_rejected(), @r#"
+        success: false
+        exit_code: 16
+        ----- stdout -----
+        {
+          "exit_code": 16,
+          "fetched": false,
+          "message": "no artifact named \"cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111\" passed: artifact 1002 (run 501): run's event is \"workflow_dispatch\", expected \"push\"; artifact 1001 (run 500): cupy_cuda13x-14.2.0-cp312-cp312-manylinux_2_28_x86_64.whl: policy check failed: build config workflow (OID .1.18): expected \"https://github.com/cupy/cupy/.github/workflows/ci.yml\", found \"https://github.com/cupy/cupy/.github/workflows/release.yml@refs/heads/main\""
+        }
+
+        ----- stderr -----
+        looking for cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111 from .github/workflows/ci.yml (push of cupy/cupy)
+        error: no artifact named "cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111" passed: artifact 1002 (run 501): run's event is "workflow_dispatch", expected "push"; artifact 1001 (run 500): cupy_cuda13x-14.2.0-cp312-cp312-manylinux_2_28_x86_64.whl: policy check failed: build config workflow (OID .1.18): expected "https://github.com/cupy/cupy/.github/workflows/ci.yml", found "https://github.com/cupy/cupy/.github/workflows/release.yml@refs/heads/main"
+    "#);
 }
 
 #[test]
 fn refuses_plain_http_api_off_loopback() {
     let w = World::new();
-    let r = run(w
+    vouch_snapshot!(w
         .fetch_cmd("http://api.example.invalid", &w.dir.path().join("o"))
         .args(PUSH)
-        .env("GH_TOKEN", TOKEN));
-    assert_exit(&r, 31, "plain http is only allowed on loopback");
+        .env("GH_TOKEN", TOKEN), @r#"
+            success: false
+            exit_code: 31
+            ----- stdout -----
+
+            ----- stderr -----
+            looking for cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111 from .github/workflows/ci.yml (push of cupy/cupy)
+            warning: using the token from $GH_TOKEN; prefer --token-file (environment variables leak into child processes)
+            error: API URL http://api.example.invalid/: plain http is only allowed on loopback (the token would travel in clear)
+        "#);
 }
 
 // ---------------------------------------------------------------- issue 12
@@ -797,12 +1039,21 @@ fn issue12_rejects_download_whose_digest_is_not_the_listed_one() {
     let gh = w.github();
     *gh.faults.listed_digest.lock().unwrap() = Some(format!("sha256:{}", "ab".repeat(32)));
     let (r, out) = w.fetch(&gh, PUSH);
-    assert_rejected(
-        &r,
-        &out,
-        31,
-        &format!("is not the artifact's sha256:{}", "ab".repeat(32)),
-    );
+    assert_nothing_written(&out);
+    vouch_snapshot!(&r, @r#"
+        success: false
+        exit_code: 31
+        ----- stdout -----
+        {
+          "exit_code": 31,
+          "fetched": false,
+          "message": "no artifact named \"cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111\" passed: artifact 1001 (run 500): download's digest sha256:[SHA256] is not the artifact's sha256:[SHA256]"
+        }
+
+        ----- stderr -----
+        looking for cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111 from .github/workflows/ci.yml (push of cupy/cupy)
+        error: no artifact named "cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111" passed: artifact 1001 (run 500): download's digest sha256:[SHA256] is not the artifact's sha256:[SHA256]
+    "#);
 }
 
 /// A PR build whose statement names another head commit than the one asked for. The run is the
@@ -822,12 +1073,21 @@ fn issue12_rejects_pr_build_whose_statement_names_another_head() {
     let name = w.publish_pr7(&[wheel, bundle]);
     let gh = w.github();
     let (r, out) = w.fetch(&gh, &pr7_args(&name));
-    assert_rejected(
-        &r,
-        &out,
-        14,
-        &format!("pr_head_sha): expected \"{HEAD}\", found \"{other_head}\""),
-    );
+    assert_nothing_written(&out);
+    vouch_snapshot!(&r, @r#"
+        success: false
+        exit_code: 14
+        ----- stdout -----
+        {
+          "exit_code": 14,
+          "fetched": false,
+          "message": "no artifact named \"cupy-cuda13x-py3.12-linux-64-pr7-1111111111111111111111111111111111111111\" passed: artifact 1001 (run 700): cupy_cuda13x-14.2.0-cp312-cp312-manylinux_2_28_x86_64.whl: statement check failed: statement PR head SHA (internalParameters.vouch.pr_head_sha): expected \"1111111111111111111111111111111111111111\", found \"4444444444444444444444444444444444444444\""
+        }
+
+        ----- stderr -----
+        looking for cupy-cuda13x-py3.12-linux-64-pr7-1111111111111111111111111111111111111111 from .github/workflows/ci.yml (pull_request of cupy/cupy)
+        error: no artifact named "cupy-cuda13x-py3.12-linux-64-pr7-1111111111111111111111111111111111111111" passed: artifact 1001 (run 700): cupy_cuda13x-14.2.0-cp312-cp312-manylinux_2_28_x86_64.whl: statement check failed: statement PR head SHA (internalParameters.vouch.pr_head_sha): expected "1111111111111111111111111111111111111111", found "4444444444444444444444444444444444444444"
+    "#);
 }
 
 /// A genuine keyless wheel and bundle of run 499, uploaded as run 500's artifact: the run is
@@ -841,10 +1101,20 @@ fn issue12_rejects_bundle_replayed_from_another_run() {
         500,
         b"the wheel",
     );
-    w.assert_push_rejected(
-        16,
-        "run (OID .1.21): expected \"500\", found \"https://github.com/cupy/cupy/actions/runs/499/attempts/1\"",
-    );
+    vouch_snapshot!(w.push_rejected(), @r#"
+        success: false
+        exit_code: 16
+        ----- stdout -----
+        {
+          "exit_code": 16,
+          "fetched": false,
+          "message": "no artifact named \"cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111\" passed: artifact 1001 (run 500): cupy_cuda13x-14.2.0-cp312-cp312-manylinux_2_28_x86_64.whl: policy check failed: run (OID .1.21): expected \"500\", found \"https://github.com/cupy/cupy/actions/runs/499/attempts/1\""
+        }
+
+        ----- stderr -----
+        looking for cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111 from .github/workflows/ci.yml (push of cupy/cupy)
+        error: no artifact named "cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111" passed: artifact 1001 (run 500): cupy_cuda13x-14.2.0-cp312-cp312-manylinux_2_28_x86_64.whl: policy check failed: run (OID .1.21): expected "500", found "https://github.com/cupy/cupy/actions/runs/499/attempts/1"
+    "#);
 }
 
 /// The API answers the download with a 302 to plain http on a host that is not loopback by
@@ -857,7 +1127,21 @@ fn issue12_refuses_plain_http_blob_url_off_loopback() {
     let gh = w.github();
     *gh.faults.blob_base.lock().unwrap() = Some(gh.url.replace("127.0.0.1", "0.0.0.0"));
     let (r, out) = w.fetch(&gh, PUSH);
-    assert_rejected(&r, &out, 31, "refusing a non-https download URL");
+    assert_nothing_written(&out);
+    vouch_snapshot!(&r, @r#"
+        success: false
+        exit_code: 31
+        ----- stdout -----
+        {
+          "exit_code": 31,
+          "fetched": false,
+          "message": "no artifact named \"cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111\" passed: artifact 1001 (run 500): GitHub API: GET http://0.0.0.0:[PORT]/blob/1001: refusing a non-https download URL"
+        }
+
+        ----- stderr -----
+        looking for cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111 from .github/workflows/ci.yml (push of cupy/cupy)
+        error: no artifact named "cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111" passed: artifact 1001 (run 500): GitHub API: GET http://0.0.0.0:[PORT]/blob/1001: refusing a non-https download URL
+    "#);
 }
 
 /// `..` members: the name climbs out of fetch's private directory into the temp directory,
@@ -884,7 +1168,24 @@ fn issue12_zip_traversal_writes_nothing_outside() {
     let written = landing.join("evil").exists();
     let _ = std::fs::remove_dir_all(&landing);
     assert!(!written, "{landing:?} was written");
-    assert_rejected(&r, &out, 32, "`..` component");
+    assert_nothing_written(&out);
+    vouch_snapshot!(
+        [(r"vouch-issue12-escape-[0-9]+-[0-9]+", "vouch-issue12-escape-[ID]")],
+        &r,
+        @r#"
+        success: false
+        exit_code: 32
+        ----- stdout -----
+        {
+          "exit_code": 32,
+          "fetched": false,
+          "message": "no artifact named \"cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111\" passed: artifact 1001 (run 500): member \"../../vouch-issue12-escape-[ID]/evil\" has an unsafe name (`..` component)"
+        }
+
+        ----- stderr -----
+        looking for cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111 from .github/workflows/ci.yml (push of cupy/cupy)
+        error: no artifact named "cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111" passed: artifact 1001 (run 500): member "../../vouch-issue12-escape-[ID]/evil" has an unsafe name (`..` component)
+    "#);
 }
 
 /// `fetch` once wrote `DIR/.<name>.partial` with a plain create, following a link planted there.
@@ -1133,21 +1434,26 @@ fn issue12_unauthorized_names_token_file_and_gh_token() {
         }
         run(&mut cmd)
     };
-    let r = fetch(None);
-    assert_exit(
-        &r,
-        31,
-        "no token was given: pass one with --token-file FILE, or set GH_TOKEN",
-    );
+    vouch_snapshot!(fetch(None), @r#"
+        success: false
+        exit_code: 31
+        ----- stdout -----
+
+        ----- stderr -----
+        looking for cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111 from .github/workflows/ci.yml (push of cupy/cupy)
+        error: GitHub API: GET http://127.0.0.1:[PORT]/repos/cupy/cupy/actions/workflows/ci.yml failed with HTTP 401: Bad credentials (no token was given: pass one with --token-file FILE, or set GH_TOKEN)
+    "#);
     let wrong = w.dir.path().join("wrong-token");
     std::fs::write(&wrong, "ghp_wrong").unwrap();
-    let r = fetch(Some(&wrong));
-    assert_eq!(r.code, 31, "{}", r.stderr);
-    assert!(
-        r.stderr.contains("HTTP 401") && r.stderr.contains("the token from --token-file"),
-        "{}",
-        r.stderr
-    );
+    let r = vouch_snapshot!(fetch(Some(&wrong)), @r#"
+        success: false
+        exit_code: 31
+        ----- stdout -----
+
+        ----- stderr -----
+        looking for cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111 from .github/workflows/ci.yml (push of cupy/cupy)
+        error: GitHub API: GET http://127.0.0.1:[PORT]/repos/cupy/cupy/actions/workflows/ci.yml failed with HTTP 401: Bad credentials (the token from --token-file "[TEMP]/wrong-token" was refused: is it expired, or for another host?)
+    "#);
     assert!(!r.stderr.contains("ghp_wrong"));
 }
 
@@ -1168,10 +1474,38 @@ fn issue12_expiry_hint_only_when_no_artifact_is_listed() {
             "no-such-artifact",
         ],
     );
-    assert_rejected(&r, &out, 30, "(expired artifacts are no longer listed)");
+    assert_nothing_written(&out);
+    vouch_snapshot!(&r, @r#"
+        success: false
+        exit_code: 30
+        ----- stdout -----
+        {
+          "exit_code": 30,
+          "fetched": false,
+          "message": "no artifact named \"no-such-artifact\" is listed (expired artifacts are no longer listed)"
+        }
+
+        ----- stderr -----
+        looking for no-such-artifact from .github/workflows/ci.yml (push of cupy/cupy)
+        error: no artifact named "no-such-artifact" is listed (expired artifacts are no longer listed)
+    "#);
     w.edit("runs/500.json", |r| r["conclusion"] = "failure".into());
     let (r, out) = w.fetch(&gh, PUSH);
-    assert_rejected(&r, &out, 30, "did not succeed");
+    assert_nothing_written(&out);
+    vouch_snapshot!(&r, @r#"
+        success: false
+        exit_code: 30
+        ----- stdout -----
+        {
+          "exit_code": 30,
+          "fetched": false,
+          "message": "no artifact named \"cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111\" passed: artifact 1001 (run 500): run did not succeed (status \"completed\", conclusion \"failure\")"
+        }
+
+        ----- stderr -----
+        looking for cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111 from .github/workflows/ci.yml (push of cupy/cupy)
+        error: no artifact named "cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111" passed: artifact 1001 (run 500): run did not succeed (status "completed", conclusion "failure")
+    "#);
     assert!(!r.stderr.contains("expired"), "{}", r.stderr);
 }
 

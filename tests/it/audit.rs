@@ -1,10 +1,9 @@
 //! Issue 8: auditing a release directory offline, policy files, and rebuilds.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 
-use common::*;
+use crate::common::*;
+use crate::vouch_snapshot;
 
 const SHA: &str = "0123456789abcdef0123456789abcdef01234567";
 
@@ -220,12 +219,18 @@ fn policy_file_errors_name_the_key() {
     let dir = tempdir();
     let policy = dir.path().join("p.toml");
     std::fs::write(&policy, "[[project]]\nname = \"x\"\nrepo = \"cupy/cupy\"\n").unwrap();
-    let r = run(vouch()
+    vouch_snapshot!(vouch()
         .arg("audit")
         .arg(dir.path())
         .arg("--policy")
-        .arg(&policy));
-    assert_exit(&r, 3, "unknown field `repo`");
+        .arg(&policy), @r#"
+            success: false
+            exit_code: 3
+            ----- stdout -----
+
+            ----- stderr -----
+            error: policy file "[TEMP]/p.toml": unknown field `repo`
+        "#);
 }
 
 #[test]
@@ -365,8 +370,14 @@ fn issue12_audit_enforces_run_id_pr_and_cell() {
     assert_eq!(r.code, 0, "{}", r.stdout);
     // A short commit in a policy file could never match: refused when the file is read.
     std::fs::write(&policy, "sha = \"08802ef\"\n").unwrap();
-    let r = audit_json(&[&rel], &["--policy", policy.to_str().unwrap()]);
-    assert_exit(&r, 3, "not a full commit SHA");
+    vouch_snapshot!(audit_json(&[&rel], &["--policy", policy.to_str().unwrap()]), @r#"
+        success: false
+        exit_code: 3
+        ----- stdout -----
+
+        ----- stderr -----
+        error: policy file "[TEMP]/p.toml": sha = "08802ef" is not a full commit SHA (40 lowercase hex digits)
+    "#);
 }
 
 /// Evidence that exists but is not a regular file fails the file, naming the path; nothing is

@@ -1,5 +1,11 @@
-//! Shared harness for the integration test binaries: running the real `vouch` binary, temp
+//! Shared harness for the integration tests: running the real `vouch` binary, temp
 //! dirs, crafting wheels, and filters that make output snapshot-stable.
+//!
+//! Snapshot or `contains`? CLI output is snapshotted with `vouch_snapshot!` wherever the
+//! filters make it the same on every machine. `contains` stays for: secrets that must never
+//! appear (a negative check says that intent whatever else changes); output that embeds a real
+//! tool's text (pip, setuptools, gcc, ccache) or a -vvv trace, which varies with versions and
+//! timing; and text that is not CLI output (files written, JSON fields, summaries).
 #![allow(dead_code)]
 
 use std::io::Write as _;
@@ -9,6 +15,7 @@ use std::sync::OnceLock;
 
 use sha2::{Digest as _, Sha256};
 
+#[derive(Clone)]
 pub struct Run {
     pub code: i32,
     pub stdout: String,
@@ -414,4 +421,125 @@ pub fn attest_with_key(file: &Path, bundle: impl AsRef<std::ffi::OsStr>, key: &P
         .arg("--signer")
         .arg(format!("key:{}", key.display()));
     cmd
+}
+
+// ---------------------------------------------------------------- snapshots
+
+/// What `vouch_snapshot!` runs: a command (spawned here) or a `Run` some helper already made.
+pub trait IntoRun {
+    fn into_run(self) -> Run;
+}
+
+impl IntoRun for &mut Command {
+    fn into_run(self) -> Run {
+        run(self)
+    }
+}
+
+impl IntoRun for Command {
+    fn into_run(mut self) -> Run {
+        run(&mut self)
+    }
+}
+
+impl IntoRun for Run {
+    fn into_run(self) -> Run {
+        self
+    }
+}
+
+impl IntoRun for &Run {
+    fn into_run(self) -> Run {
+        self.clone()
+    }
+}
+
+/// Replacements that make any run's output the same from machine to machine and run to run:
+/// temp dirs, the checkout, digests, loopback ports and durations. Later filters see the text
+/// the earlier ones left, so the specific (paths) come before the general (hex).
+fn default_filters() -> Vec<(String, String)> {
+    let temp = std::env::temp_dir();
+    let temp = temp.to_string_lossy();
+    let temp = temp.trim_end_matches('/');
+    vec![
+        // Logs (-v and up): info, debug and trace lines are diagnostics (and dependencies'
+        // chatter, which varies by machine and timing), not the CLI's output; what the user
+        // is told comes as `error:`/`warning:` lines and stays.
+        (r"(?m)^ *(TRACE|DEBUG|INFO) .*\n".into(), String::new()),
+        (
+            regex::escape(env!("CARGO_TARGET_TMPDIR")),
+            "[TARGET_TMP]".into(),
+        ),
+        (
+            format!(r"{}/vouch-test-[A-Za-z0-9]+", regex::escape(temp)),
+            "[TEMP]".into(),
+        ),
+        (regex::escape(env!("CARGO_MANIFEST_DIR")), "[REPO]".into()),
+        (r"[0-9a-f]{64}".into(), "[SHA256]".into()),
+        (
+            r"\b(127\.0\.0\.1|0\.0\.0\.0|localhost):[0-9]+".into(),
+            "$1:[PORT]".into(),
+        ),
+        (r"\b[0-9]+(\.[0-9]+)?(ms|s)\b".into(), "[TIME]".into()),
+        // Diff context lines of empty lines end in a space, which editors strip from sources.
+        (r"(?m)[ \t]+$".into(), String::new()),
+    ]
+}
+
+/// `run` as one text, in the shape of uv's snapshots: success and exit code, then stdout and
+/// stderr, after `extra` filters (regex, replacement) and then the default ones.
+pub fn snapshot_text(run: &Run, extra: &[(&str, &str)]) -> String {
+    let mut filters: Vec<(String, String)> = extra
+        .iter()
+        .map(|(r, s)| ((*r).to_owned(), (*s).to_owned()))
+        .collect();
+    filters.extend(default_filters());
+    let apply = |text: &str| {
+        filters.iter().fold(text.to_owned(), |text, (re, with)| {
+            regex::Regex::new(re)
+                .unwrap_or_else(|e| panic!("filter {re:?}: {e}"))
+                .replace_all(&text, with.as_str())
+                .into_owned()
+        })
+    };
+    format!(
+        "success: {}\nexit_code: {}\n----- stdout -----\n{}\n----- stderr -----\n{}",
+        run.code == 0,
+        run.code,
+        apply(&run.stdout),
+        apply(&run.stderr)
+    )
+}
+
+/// Runs a `vouch` command (or takes a `Run`) and snapshots its exit code, stdout and stderr
+/// together, filtered (see `snapshot_text`); evaluates to the `Run` for further checks.
+///
+/// `vouch_snapshot!(vouch().arg("name"), @"...")`, or with extra filters first:
+/// `vouch_snapshot!([(r"pkg-[0-9]+", "pkg-[N]")], cmd, @"...")`.
+#[macro_export]
+macro_rules! vouch_snapshot {
+    ([$($filter:expr),* $(,)?], $cmd:expr, @$snapshot:literal) => {{
+        let run = $crate::common::IntoRun::into_run($cmd);
+        ::insta::assert_snapshot!(
+            $crate::common::snapshot_text(&run, &[$($filter),*]),
+            @$snapshot
+        );
+        run
+    }};
+    ($cmd:expr, @$snapshot:literal) => {{
+        $crate::vouch_snapshot!([], $cmd, @$snapshot)
+    }};
+}
+
+/// Labelled runs as one snapshot text, for tables of cases: the diff of a changed snapshot
+/// names each case that changed by its label.
+pub fn snapshot_cases<L: std::fmt::Debug>(
+    cases: impl IntoIterator<Item = (L, Run)>,
+    extra: &[(&str, &str)],
+) -> String {
+    cases
+        .into_iter()
+        .map(|(label, run)| format!("===== {label:?}\n{}", snapshot_text(&run, extra)))
+        .collect::<Vec<_>>()
+        .join("\n")
 }

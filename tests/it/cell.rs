@@ -1,11 +1,11 @@
 //! `vouch build --cell` and `vouch toolchain install` on the CUDA-free, CuPy-shaped fixture
 //! (`tests/fixtures/minicupy`): the same code path as the real CuPy profile, in seconds.
-
-mod common;
+//! Cell builds print pip's and the build backend's output, which changes with their versions:
+//! these tests check the messages they need with `assert_exit`/`contains`, not snapshots.
 
 use std::path::{Path, PathBuf};
 
-use common::*;
+use crate::common::*;
 
 fn fixture() -> PathBuf {
     repo_root().join("tests/fixtures/minicupy")

@@ -1,10 +1,9 @@
 //! Issue 5: the scoped compiler cache with real ccache, sccache, redis-server and gcc.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 
-use common::*;
+use crate::common::*;
+use crate::vouch_snapshot;
 use serde_json::Value;
 
 /// A `gcc` wrapper, the same file for every build (so ccache and sccache key it the same),
@@ -800,6 +799,7 @@ fn issue12_cache_env_sh_output_sets_exactly_the_value_and_runs_nothing() {
 #[test]
 fn issue12_serve_refuses_non_loopback_listen() {
     let dir = tempdir();
+    let mut refused = Vec::new();
     for addr in ["0.0.0.0:0", "[::]:0", "192.168.1.10:0", "10.1.2.3:4000"] {
         let r = run_bounded(
             std::process::Command::new(env!("CARGO_BIN_EXE_vouch"))
@@ -816,10 +816,49 @@ fn issue12_serve_refuses_non_loopback_listen() {
             20,
         )
         .unwrap_or_else(|| panic!("cache serve --listen {addr} kept serving"));
-        assert_eq!(r.code, 2, "--listen {addr}: {}", r.stderr);
-        assert!(r.stderr.contains("loopback"), "{}", r.stderr);
-        assert_eq!(r.stdout, "");
+        refused.push((addr, r));
     }
+    insta::assert_snapshot!(snapshot_cases(refused, &[]), @r#"
+        ===== "0.0.0.0:0"
+        success: false
+        exit_code: 2
+        ----- stdout -----
+
+        ----- stderr -----
+        error: invalid value '0.0.0.0:[PORT]' for '--listen <LISTEN>': 0.0.0.0:[PORT] is not a loopback address; the gateway listens on 127.0.0.0/8 or [::1] only
+
+        For more information, try '--help'.
+
+        ===== "[::]:0"
+        success: false
+        exit_code: 2
+        ----- stdout -----
+
+        ----- stderr -----
+        error: invalid value '[::]:0' for '--listen <LISTEN>': [::]:0 is not a loopback address; the gateway listens on 127.0.0.0/8 or [::1] only
+
+        For more information, try '--help'.
+
+        ===== "192.168.1.10:0"
+        success: false
+        exit_code: 2
+        ----- stdout -----
+
+        ----- stderr -----
+        error: invalid value '192.168.1.10:0' for '--listen <LISTEN>': 192.168.1.10:0 is not a loopback address; the gateway listens on 127.0.0.0/8 or [::1] only
+
+        For more information, try '--help'.
+
+        ===== "10.1.2.3:4000"
+        success: false
+        exit_code: 2
+        ----- stdout -----
+
+        ----- stderr -----
+        error: invalid value '10.1.2.3:4000' for '--listen <LISTEN>': 10.1.2.3:4000 is not a loopback address; the gateway listens on 127.0.0.0/8 or [::1] only
+
+        For more information, try '--help'.
+    "#);
     assert!(!dir.path().join("store").exists());
 }
 
@@ -1083,18 +1122,23 @@ fn issue12_cache_errors_are_typed_usage_errors() {
         .local_addr()
         .unwrap()
         .port();
-    let r = run(vouch().args([
+    let r = vouch_snapshot!([(format!(":{port}/").as_str(), ":[FREE_PORT]/")], vouch().args([
         "cache",
         "stats",
         "--url",
         &format!("http://127.0.0.1:{port}/{SECRET_LIKE}"),
-    ]));
-    assert_ne!(r.code, 0);
-    assert!(
-        r.stderr.contains(&format!("http://127.0.0.1:{port}/…")),
-        "{}",
-        r.stderr
-    );
+    ]), @r#"
+        success: false
+        exit_code: 5
+        ----- stdout -----
+
+        ----- stderr -----
+        error: cannot read the gateway's counters from http://127.0.0.1:[FREE_PORT]/…
+          caused by: error sending request
+          caused by: client error (Connect)
+          caused by: tcp connect error
+          caused by: Connection refused (os error 111)
+    "#);
     assert!(!r.stderr.contains(SECRET_LIKE), "{}", r.stderr);
 }
 

@@ -1,11 +1,10 @@
 //! `vouch normalize`, `vouch diff` and `vouch name` on crafted wheels.
 
-mod common;
-
 use std::path::Path;
 use std::process::Command;
 
-use common::*;
+use crate::common::*;
+use crate::vouch_snapshot;
 
 fn assert_dir_empty(dir: &Path) {
     let left: Vec<_> = std::fs::read_dir(dir)
@@ -128,18 +127,25 @@ fn normalize_sorts_stamps_and_is_idempotent() {
 fn normalize_in_place_replaces_atomically() {
     let dir = tempdir();
     let wheel = write_valid_wheel(dir.path(), &[entry("demo/__init__.py", b"")]);
-    let r = run(vouch()
+    // The digest printed is the normalized wheel's own.
+    let digest = sha256_file(&wheel);
+    vouch_snapshot!([(digest.as_str(), "[WHEEL_SHA256]")], vouch()
         .arg("normalize")
         .arg(&wheel)
         .arg("--out")
-        .arg(dir.path()));
-    assert_eq!(r.code, 0, "{}", r.stderr);
+        .arg(dir.path()), @r#"
+            success: true
+            exit_code: 0
+            ----- stdout -----
+            sha256:[WHEEL_SHA256]  [TEMP]/demo-1.0-py3-none-any.whl
+
+            ----- stderr -----
+        "#);
     let names: Vec<_> = std::fs::read_dir(dir.path())
         .unwrap()
         .map(|e| e.unwrap().file_name())
         .collect();
     assert_eq!(names, [DEMO_WHEEL], "only the wheel, no temp file");
-    assert!(r.stdout.contains(&sha256_file(&wheel)));
 }
 
 #[test]
@@ -414,18 +420,23 @@ fn diff_reports_content_mode_and_time() {
         .arg(dir.path().join("t2"))
         .env("SOURCE_DATE_EPOCH", "1100000000"));
     assert_eq!((r1.code, r2.code), (0, 0));
-    let r = run(vouch()
+    // Only the time differs, not the content.
+    vouch_snapshot!(vouch()
         .arg("diff")
         .arg(dir.path().join("t1").join(DEMO_WHEEL))
-        .arg(dir.path().join("t2").join(DEMO_WHEEL)));
-    assert_eq!(r.code, 1);
-    assert!(
-        r.stdout
-            .contains("differs: demo/x.py (time 2001-09-09T01:46:40 -> 2004-11-09T11:33:20)"),
-        "{}",
-        r.stdout
-    );
-    assert!(!r.stdout.contains("content"), "{}", r.stdout);
+        .arg(dir.path().join("t2").join(DEMO_WHEEL)), @r#"
+            success: false
+            exit_code: 1
+            ----- stdout -----
+            differs: demo-1.0.dist-info/METADATA (time 2001-09-09T01:46:40 -> 2004-11-09T11:33:20)
+            differs: demo-1.0.dist-info/RECORD (time 2001-09-09T01:46:40 -> 2004-11-09T11:33:20)
+            differs: demo-1.0.dist-info/WHEEL (time 2001-09-09T01:46:40 -> 2004-11-09T11:33:20)
+            differs: demo/gone.py (time 2001-09-09T01:46:40 -> 2004-11-09T11:33:20)
+            differs: demo/x.py (time 2001-09-09T01:46:40 -> 2004-11-09T11:33:20)
+            differs: demo/y.sh (time 2001-09-09T01:46:40 -> 2004-11-09T11:33:20)
+
+            ----- stderr -----
+        "#);
 
     let r = run(vouch().arg("diff").arg(&a).arg(&a));
     assert_eq!(r.code, 0);
@@ -662,9 +673,14 @@ fn issue12_rejects_a_member_whose_crc_does_not_match() {
       caused by: "[DIR0]/demo-1.0-py3-none-any.whl": member "demo/__init__.py" fails its CRC-32 check: the archive records a2c4fcf5, the data has f89ea6af
     "#);
     // diff reads through the same reader.
-    let r = run(vouch().arg("diff").arg(&w).arg(&w));
-    assert_eq!(r.code, 3, "{}", r.stderr);
-    assert!(r.stderr.contains("fails its CRC-32 check"), "{}", r.stderr);
+    vouch_snapshot!(vouch().arg("diff").arg(&w).arg(&w), @r#"
+        success: false
+        exit_code: 3
+        ----- stdout -----
+
+        ----- stderr -----
+        error: "[TEMP]/demo-1.0-py3-none-any.whl": member "demo/__init__.py" fails its CRC-32 check: the archive records a2c4fcf5, the data has f89ea6af
+    "#);
 }
 
 /// Normalizes a valid wheel holding `names` (RECORD lists them truthfully) and expects it
@@ -699,30 +715,100 @@ fn issue12_rejects_names_other_platforms_cannot_hold() {
     error: normalizing "[DIR0]/demo-1.0-py3-none-any.whl"
       caused by: "[DIR0]/demo-1.0-py3-none-any.whl": member "demo/a:b.py" cannot be unpacked under that name on Windows or macOS: component "a:b.py" contains ':', which is not allowed in Windows file names (none of < > : " | ? * \)
     "#);
-    for (names, want) in [
-        (
-            &["demo/Sub/x.py", "demo/sub/y.py"][..],
-            "differ only in case",
-        ),
-        (&["demo/x.py", "demo/X.PY"][..], "differ only in case"),
-        (&["demo/NUL"][..], "Windows device name NUL"),
-        (&["demo/Aux.tar.gz"][..], "Windows device name AUX"),
-        (&["demo/prn/x.py"][..], "Windows device name PRN"),
-        (&["demo/com1.py"][..], "Windows device name COM1"),
-        (&["demo/LPT9.h"][..], "Windows device name LPT9"),
-        (&["demo/x "][..], "ends with a dot or a space"),
-        (&["demo /x.py"][..], "ends with a dot or a space"),
-        (&["demo/a\tb.py"][..], "control character '\\t'"),
-        (&["demo/a\u{1f}b.py"][..], "control character"),
-        (&["demo/a\u{7f}b.py"][..], "control character"),
-        (&["demo/a<b.py"][..], "contains '<'"),
-        (&["demo/a>b.py"][..], "contains '>'"),
-        (&["demo/a\"b.py"][..], "contains '\"'"),
-        (&["demo/a|b.py"][..], "contains '|'"),
-        (&["demo/a?b.py"][..], "contains '?'"),
-        (&["demo/a*b.py"][..], "contains '*'"),
-    ] {
-        let err = reject_names(names);
-        assert!(err.contains(want), "{names:?}: {err}");
-    }
+    let refused: Vec<String> = [
+        &["demo/Sub/x.py", "demo/sub/y.py"][..],
+        &["demo/x.py", "demo/X.PY"],
+        &["demo/NUL"],
+        &["demo/Aux.tar.gz"],
+        &["demo/prn/x.py"],
+        &["demo/com1.py"],
+        &["demo/LPT9.h"],
+        &["demo/x "],
+        &["demo /x.py"],
+        &["demo/a\tb.py"],
+        &["demo/a\u{1f}b.py"],
+        &["demo/a\u{7f}b.py"],
+        &["demo/a<b.py"],
+        &["demo/a>b.py"],
+        &["demo/a\"b.py"],
+        &["demo/a|b.py"],
+        &["demo/a?b.py"],
+        &["demo/a*b.py"],
+    ]
+    .iter()
+    .map(|names| format!("===== {names:?}\n{}", reject_names(names)))
+    .collect();
+    insta::assert_snapshot!(refused.join("\n"), @r#"
+        ===== ["demo/Sub/x.py", "demo/sub/y.py"]
+        error: normalizing "[DIR0]/demo-1.0-py3-none-any.whl"
+          caused by: "[DIR0]/demo-1.0-py3-none-any.whl": members "demo/Sub" and "demo/sub" collide: names that differ only in case, one path on Windows and macOS
+
+        ===== ["demo/x.py", "demo/X.PY"]
+        error: normalizing "[DIR0]/demo-1.0-py3-none-any.whl"
+          caused by: "[DIR0]/demo-1.0-py3-none-any.whl": members "demo/x.py" and "demo/X.PY" collide: names that differ only in case, one path on Windows and macOS
+
+        ===== ["demo/NUL"]
+        error: normalizing "[DIR0]/demo-1.0-py3-none-any.whl"
+          caused by: "[DIR0]/demo-1.0-py3-none-any.whl": member "demo/NUL" cannot be unpacked under that name on Windows or macOS: component "NUL" is the Windows device name NUL, reserved with any extension and in any case
+
+        ===== ["demo/Aux.tar.gz"]
+        error: normalizing "[DIR0]/demo-1.0-py3-none-any.whl"
+          caused by: "[DIR0]/demo-1.0-py3-none-any.whl": member "demo/Aux.tar.gz" cannot be unpacked under that name on Windows or macOS: component "Aux.tar.gz" is the Windows device name AUX, reserved with any extension and in any case
+
+        ===== ["demo/prn/x.py"]
+        error: normalizing "[DIR0]/demo-1.0-py3-none-any.whl"
+          caused by: "[DIR0]/demo-1.0-py3-none-any.whl": member "demo/prn/x.py" cannot be unpacked under that name on Windows or macOS: component "prn" is the Windows device name PRN, reserved with any extension and in any case
+
+        ===== ["demo/com1.py"]
+        error: normalizing "[DIR0]/demo-1.0-py3-none-any.whl"
+          caused by: "[DIR0]/demo-1.0-py3-none-any.whl": member "demo/com1.py" cannot be unpacked under that name on Windows or macOS: component "com1.py" is the Windows device name COM1, reserved with any extension and in any case
+
+        ===== ["demo/LPT9.h"]
+        error: normalizing "[DIR0]/demo-1.0-py3-none-any.whl"
+          caused by: "[DIR0]/demo-1.0-py3-none-any.whl": member "demo/LPT9.h" cannot be unpacked under that name on Windows or macOS: component "LPT9.h" is the Windows device name LPT9, reserved with any extension and in any case
+
+        ===== ["demo/x "]
+        error: normalizing "[DIR0]/demo-1.0-py3-none-any.whl"
+          caused by: "[DIR0]/demo-1.0-py3-none-any.whl": member "demo/x " cannot be unpacked under that name on Windows or macOS: component "x " ends with a dot or a space, which Windows strips from file names
+
+        ===== ["demo /x.py"]
+        error: normalizing "[DIR0]/demo-1.0-py3-none-any.whl"
+          caused by: "[DIR0]/demo-1.0-py3-none-any.whl": member "demo /x.py" cannot be unpacked under that name on Windows or macOS: component "demo " ends with a dot or a space, which Windows strips from file names
+
+        ===== ["demo/a\tb.py"]
+        error: normalizing "[DIR0]/demo-1.0-py3-none-any.whl"
+          caused by: "[DIR0]/demo-1.0-py3-none-any.whl": member "demo/a\tb.py" cannot be unpacked under that name on Windows or macOS: component "a\tb.py" contains control character '\t' (U+0009)
+
+        ===== ["demo/a\u{1f}b.py"]
+        error: normalizing "[DIR0]/demo-1.0-py3-none-any.whl"
+          caused by: "[DIR0]/demo-1.0-py3-none-any.whl": member "demo/a\u{1f}b.py" cannot be unpacked under that name on Windows or macOS: component "a\u{1f}b.py" contains control character '\u{1f}' (U+001F)
+
+        ===== ["demo/a\u{7f}b.py"]
+        error: normalizing "[DIR0]/demo-1.0-py3-none-any.whl"
+          caused by: "[DIR0]/demo-1.0-py3-none-any.whl": member "demo/a\u{7f}b.py" cannot be unpacked under that name on Windows or macOS: component "a\u{7f}b.py" contains control character '\u{7f}' (U+007F)
+
+        ===== ["demo/a<b.py"]
+        error: normalizing "[DIR0]/demo-1.0-py3-none-any.whl"
+          caused by: "[DIR0]/demo-1.0-py3-none-any.whl": member "demo/a<b.py" cannot be unpacked under that name on Windows or macOS: component "a<b.py" contains '<', which is not allowed in Windows file names (none of < > : " | ? * \)
+
+        ===== ["demo/a>b.py"]
+        error: normalizing "[DIR0]/demo-1.0-py3-none-any.whl"
+          caused by: "[DIR0]/demo-1.0-py3-none-any.whl": member "demo/a>b.py" cannot be unpacked under that name on Windows or macOS: component "a>b.py" contains '>', which is not allowed in Windows file names (none of < > : " | ? * \)
+
+        ===== ["demo/a\"b.py"]
+        error: normalizing "[DIR0]/demo-1.0-py3-none-any.whl"
+          caused by: "[DIR0]/demo-1.0-py3-none-any.whl": member "demo/a\"b.py" cannot be unpacked under that name on Windows or macOS: component "a\"b.py" contains '"', which is not allowed in Windows file names (none of < > : " | ? * \)
+
+        ===== ["demo/a|b.py"]
+        error: normalizing "[DIR0]/demo-1.0-py3-none-any.whl"
+          caused by: "[DIR0]/demo-1.0-py3-none-any.whl": member "demo/a|b.py" cannot be unpacked under that name on Windows or macOS: component "a|b.py" contains '|', which is not allowed in Windows file names (none of < > : " | ? * \)
+
+        ===== ["demo/a?b.py"]
+        error: normalizing "[DIR0]/demo-1.0-py3-none-any.whl"
+          caused by: "[DIR0]/demo-1.0-py3-none-any.whl": member "demo/a?b.py" cannot be unpacked under that name on Windows or macOS: component "a?b.py" contains '?', which is not allowed in Windows file names (none of < > : " | ? * \)
+
+        ===== ["demo/a*b.py"]
+        error: normalizing "[DIR0]/demo-1.0-py3-none-any.whl"
+          caused by: "[DIR0]/demo-1.0-py3-none-any.whl": member "demo/a*b.py" cannot be unpacked under that name on Windows or macOS: component "a*b.py" contains '*', which is not allowed in Windows file names (none of < > : " | ? * \)
+    "#);
 }

@@ -1,10 +1,9 @@
 //! Issue 6 (part): the CuPy profile, the matrix, and the build-inputs digest.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 
-use common::*;
+use crate::common::*;
+use crate::vouch_snapshot;
 
 fn cupy_profile() -> PathBuf {
     repo_root().join("pyproject-templates/cupy/vouch.toml")
@@ -64,14 +63,14 @@ fn profile_errors_name_the_key() {
         .unwrap()
         .replace("linux-aarch64 = \"ubuntu-24.04-arm\"", "");
     std::fs::write(&p, text).unwrap();
-    let r = run(vouch().args(["plan", "--profile"]).arg(&p));
-    assert_eq!(r.code, 3, "{}", r.stderr);
-    assert!(
-        r.stderr
-            .contains("runners: no runner label for platform \"linux-aarch64\""),
-        "{}",
-        r.stderr
-    );
+    vouch_snapshot!(vouch().args(["plan", "--profile"]).arg(&p), @r#"
+        success: false
+        exit_code: 3
+        ----- stdout -----
+
+        ----- stderr -----
+        error: profile "[TEMP]/vouch.toml": runners: no runner label for platform "linux-aarch64"
+    "#);
 }
 
 /// A tiny CuPy-shaped source tree.
@@ -223,13 +222,29 @@ fn plan_event_sets_each_cells_cache_mode_and_refuses_comment_events() {
         assert_eq!(include.len(), 38);
         assert!(include.iter().all(|e| e["cache_mode"] == mode), "{m}");
     }
-    for event in ["issue_comment", "pull_request_target"] {
+    let refused = ["issue_comment", "pull_request_target"].map(|event| {
         let r = run(vouch()
             .args(["plan", "--format", "github", "--event", event, "--profile"])
             .arg(cupy_profile()));
-        assert_eq!(r.code, 2, "{}", r.stderr);
-        assert!(r.stderr.contains("never build"), "{}", r.stderr);
-    }
+        (event, r)
+    });
+    insta::assert_snapshot!(snapshot_cases(refused, &[]), @r#"
+        ===== "issue_comment"
+        success: false
+        exit_code: 2
+        ----- stdout -----
+
+        ----- stderr -----
+        error: --event "issue_comment": expected push, pull_request, workflow_dispatch or schedule (issue_comment and pull_request_target runs never build)
+
+        ===== "pull_request_target"
+        success: false
+        exit_code: 2
+        ----- stdout -----
+
+        ----- stderr -----
+        error: --event "pull_request_target": expected push, pull_request, workflow_dispatch or schedule (issue_comment and pull_request_target runs never build)
+    "#);
 }
 
 #[test]
@@ -238,17 +253,29 @@ fn workflows_generate_then_check_catches_a_one_line_edit() {
     let out = dir.path().join(".github/workflows");
     // The profile path is what the workflows pass to vouch: relative to the repository root.
     let profile = "pyproject-templates/cupy/vouch.toml";
-    let generate = run(vouch()
+    vouch_snapshot!(vouch()
         .current_dir(repo_root())
         .args(["workflows", "generate", "--profile", profile])
         .arg("--out")
-        .arg(&out));
-    assert_eq!(generate.code, 0, "{}", generate.stderr);
-    assert!(
-        generate.stderr.contains("secrets.VOUCH_APP_PRIVATE_KEY"),
-        "{}",
-        generate.stderr
-    );
+        .arg(&out), @r#"
+            success: true
+            exit_code: 0
+            ----- stdout -----
+            [TEMP]/.github/workflows/vouch-trigger.yml
+            [TEMP]/.github/workflows/vouch-build.yml
+            [TEMP]/.github/workflows/vouch-dispatch.yml
+
+            ----- stderr -----
+            the workflows read these repository variables and secrets:
+              vars.VOUCH_APP_ID: the GitHub App that labels pull requests and dispatches to the test farm
+              vars.VOUCH_CACHE_STORE: the compiler cache's store (redis://user@host:port); empty: build without a cache
+              vars.VOUCH_TEST_FARM_REPO: OWNER/NAME of the test farm's repository
+              secrets.VOUCH_APP_PRIVATE_KEY: the GitHub App's private key
+              secrets.VOUCH_CACHE_PASSWORD: the cache store password for pushes (may write its own branch's scope)
+              secrets.VOUCH_SEAL_KEY: 32+ random bytes that authenticate the venvs and toolkits push builds reuse (self-hosted runners)
+              secrets.VOUCH_CACHE_PR_PASSWORD: the cache store password for pull requests (`vouch cache check` must find it fenced)
+            require the check `vouch-build-ok`; create the label `ci:triggered`
+        "#);
     let check = || {
         run(vouch()
             .current_dir(repo_root())
@@ -256,9 +283,14 @@ fn workflows_generate_then_check_catches_a_one_line_edit() {
             .arg("--out")
             .arg(&out))
     };
-    let fresh = check();
-    assert_eq!(fresh.code, 0, "{}{}", fresh.stdout, fresh.stderr);
-    assert!(fresh.stderr.contains("3 workflows"), "{}", fresh.stderr);
+    vouch_snapshot!(check(), @r#"
+        success: true
+        exit_code: 0
+        ----- stdout -----
+
+        ----- stderr -----
+        3 workflows in [TEMP]/.github/workflows are up to date
+    "#);
 
     // One line edited by hand: stale, with a diff naming the line, exit 1.
     let build = out.join("vouch-build.yml");
@@ -268,38 +300,53 @@ fn workflows_generate_then_check_catches_a_one_line_edit() {
         text.replacen("timeout-minutes: 240", "timeout-minutes: 30", 1),
     )
     .unwrap();
-    let stale = check();
-    assert_eq!(stale.code, 1, "{}", stale.stderr);
-    assert!(
-        stale.stdout.contains("-    timeout-minutes: 30"),
-        "{}",
-        stale.stdout
-    );
-    assert!(
-        stale.stdout.contains("+    timeout-minutes: 240"),
-        "{}",
-        stale.stdout
-    );
-    assert!(
-        stale.stderr.contains("vouch-build.yml: Changed"),
-        "{}",
-        stale.stderr
-    );
+    vouch_snapshot!(check(), @r#"
+        success: false
+        exit_code: 1
+        ----- stdout -----
+        --- a/vouch-build.yml
+        +++ b/vouch-build.yml
+        @@ -75,7 +75,7 @@
+             # A push: trusted code, the push cache password.
+             if: github.event_name == 'push'
+             runs-on: ${{ matrix.runner }}
+        -    timeout-minutes: 30
+        +    timeout-minutes: 240
+             permissions:
+               contents: read # check out the source
+             strategy:
+
+
+        ----- stderr -----
+        error: [TEMP]/.github/workflows/vouch-build.yml: Changed; run `vouch workflows generate`
+    "#);
 
     // In GitHub Actions the same finding is an annotation.
-    let annotated = run(vouch()
+    vouch_snapshot!(vouch()
         .current_dir(repo_root())
         .args(["workflows", "check", "--profile", profile])
         .arg("--out")
         .arg(&out)
-        .env("GITHUB_ACTIONS", "true"));
-    assert_eq!(annotated.code, 1);
-    assert!(
-        annotated.stderr.contains("::error title=vouch::")
-            && annotated.stderr.contains("vouch-build.yml: Changed"),
-        "{}",
-        annotated.stderr
-    );
+        .env("GITHUB_ACTIONS", "true"), @r#"
+            success: false
+            exit_code: 1
+            ----- stdout -----
+            --- a/vouch-build.yml
+            +++ b/vouch-build.yml
+            @@ -75,7 +75,7 @@
+                 # A push: trusted code, the push cache password.
+                 if: github.event_name == 'push'
+                 runs-on: ${{ matrix.runner }}
+            -    timeout-minutes: 30
+            +    timeout-minutes: 240
+                 permissions:
+                   contents: read # check out the source
+                 strategy:
+
+
+            ----- stderr -----
+            ::error title=vouch::[TEMP]/.github/workflows/vouch-build.yml: Changed; run `vouch workflows generate`
+        "#);
 
     // A hand edit that breaks a trust rule is named too, even with the generator's output.
     std::fs::write(
@@ -307,9 +354,27 @@ fn workflows_generate_then_check_catches_a_one_line_edit() {
         text.replacen("permissions: {}", "permissions: write-all", 1),
     )
     .unwrap();
-    let broken = check();
-    assert_eq!(broken.code, 1);
-    assert!(broken.stderr.contains("permissions"), "{}", broken.stderr);
+    vouch_snapshot!(check(), @r#"
+        success: false
+        exit_code: 1
+        ----- stdout -----
+        --- a/vouch-build.yml
+        +++ b/vouch-build.yml
+        @@ -15,7 +15,7 @@
+             branches: [main, 'v*', 'hotfix-*']
+             tags: ['v*']
+
+        -permissions: write-all
+        +permissions: {}
+
+         # One run per pull request or ref; a new commit cancels a pull request's older run, never a
+         # push's. A label other than ci:triggered gets a group of its own, so it cancels nothing.
+
+
+        ----- stderr -----
+        error: [TEMP]/.github/workflows/vouch-build.yml: Changed; run `vouch workflows generate`
+        error: vouch-build.yml: [top-level-permissions] top-level `permissions` must be `{}`; grant each job what it needs
+    "#);
 }
 
 #[test]
