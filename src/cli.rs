@@ -1,11 +1,12 @@
-use std::path::{Path, PathBuf};
-use std::process::ExitCode;
+//! The command line's grammar: every clap type, and nothing else. What a command does lives
+//! in `commands/`, helpers they share in `common.rs`, exit statuses in `exit.rs`.
 
-use anyhow::Context as _;
-use clap::{Args, Parser, Subcommand};
-use vouch_core::{ArtifactName, Platform, PythonVersion};
+use std::path::PathBuf;
 
-use crate::{demo, exit, output};
+use std::net::SocketAddr;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use vouch_cache::{GatewayUrl, Tool};
 
 /// Reproducible Python wheel builds with signed provenance.
 ///
@@ -39,40 +40,40 @@ pub enum Command {
     Build(BuildArgs),
     /// Generate or check the GitHub Actions workflows for a profile's matrix.
     #[command(subcommand)]
-    Workflows(crate::workflows_cmd::WorkflowsCommand),
+    Workflows(WorkflowsCommand),
     /// Lay out a cell's CUDA toolkit in the cache directory (also done by `build --cell`).
     #[command(subcommand)]
-    Toolchain(crate::build_cmd::ToolchainCommand),
+    Toolchain(ToolchainCommand),
     /// Repack wheels deterministically (sorted members, fixed times and modes, new RECORD).
     Normalize(NormalizeArgs),
     /// Compare two wheels member by member. Exits 0 when identical, 1 when they differ.
     Diff(DiffArgs),
     /// Sign an in-toto SLSA provenance statement for files into a Sigstore bundle.
-    Attest(crate::attest_cmd::AttestArgs),
+    Attest(crate::commands::attest::AttestArgs),
     /// Generate a local ECDSA P-256 signing key for `attest --signer key:PATH`.
-    Keygen(crate::attest_cmd::KeygenArgs),
+    Keygen(crate::commands::attest::KeygenArgs),
     /// Verify a file (or digest) against a Sigstore bundle, PEP 740 attestation or PyPI
     /// provenance: certificate, transparency log, signature, statement, digest and identity.
-    Verify(crate::verify_cmd::VerifyArgs),
+    Verify(crate::commands::verify::VerifyArgs),
     /// Find the artifact built for a commit, pin its run, download, extract, verify; write the
     /// wheels only when everything passed.
-    Fetch(crate::fetch_cmd::FetchCmd),
+    Fetch(crate::commands::fetch::FetchCmd),
     /// `fetch`, then `pip install --no-deps --require-hashes` of exactly the verified wheels.
-    Install(crate::fetch_cmd::InstallCmd),
+    Install(crate::commands::fetch::InstallCmd),
     /// Put files into a local artifact store laid out like GitHub's artifact API.
-    Publish(crate::fetch_cmd::PublishCmd),
+    Publish(crate::commands::fetch::PublishCmd),
     /// The scoped compiler cache: gateway, environment, counters, credential check.
     #[command(subcommand)]
-    Cache(crate::cache_cmd::CacheCommand),
+    Cache(CacheCommand),
     /// Verify every distribution file under PATHs against the evidence next to it, offline.
     /// Exits 0 only when every file verified.
-    Audit(crate::audit_cmd::AuditArgs),
+    Audit(crate::commands::audit::AuditArgs),
     /// Rebuild a wheel from the source its provenance names and compare the bytes.
-    Rebuild(crate::audit_cmd::RebuildArgs),
+    Rebuild(crate::commands::audit::RebuildArgs),
     /// Print the build matrix a profile defines.
-    Plan(crate::plan_cmd::PlanArgs),
+    Plan(PlanArgs),
     /// Print a cell's build-inputs digest (what a build reads, hashed).
-    Inputs(crate::plan_cmd::InputsArgs),
+    Inputs(InputsArgs),
     /// Render or parse CI artifact names (`<dist>-py<X.Y>-<plat>[-pr<N>]-<sha>`).
     #[command(subcommand)]
     Name(NameCommand),
@@ -110,31 +111,6 @@ pub struct ToolEnvArgs {
     pub seal_key_file: Option<PathBuf>,
 }
 
-impl ToolEnvArgs {
-    /// The seal key from `--seal-key-file`, when given.
-    pub fn seal_key(&self) -> anyhow::Result<Option<std::sync::Arc<vouch_fs::seal::SealKey>>> {
-        let Some(path) = &self.seal_key_file else {
-            return Ok(None);
-        };
-        let bytes =
-            std::fs::read(path).with_context(|| format!("reading --seal-key-file {path:?}"))?;
-        let secret = bytes.trim_ascii_end();
-        let key = vouch_fs::seal::SealKey::new(secret)
-            .map_err(|e| crate::verify_cmd::UsageError(format!("--seal-key-file {path:?}: {e}")))?;
-        Ok(Some(std::sync::Arc::new(key)))
-    }
-}
-
-/// A trusted build without a seal key reuses records any same-user process could have
-/// rewritten: say so where the build's log is read.
-pub fn warn_unkeyed(trust: vouch_build::TrustLevel, key: bool) {
-    if trust == vouch_build::TrustLevel::Trusted && !key {
-        output::annotate_warning(
-            "a trusted build without --seal-key-file: the venvs and toolkits it reuses are checked against records that code of an untrusted build on this machine could rewrite",
-        );
-    }
-}
-
 #[derive(Args, Debug)]
 pub struct BuildEnvArgs {
     #[command(flatten)]
@@ -150,7 +126,7 @@ pub struct BuildEnvArgs {
 pub struct CacheArgs {
     /// Compile through this compiler cache, via a scoped gateway started for the build.
     #[arg(long, value_name = "ccache|sccache", requires = "cache_store")]
-    pub cache: Option<vouch_cache::Tool>,
+    pub cache: Option<Tool>,
     /// The cache's backing store: a directory or redis://[user@]host:port.
     #[arg(long, value_name = "DIR|URL")]
     pub cache_store: Option<String>,
@@ -158,7 +134,7 @@ pub struct CacheArgs {
     #[arg(long, value_name = "FILE")]
     pub cache_password_file: Option<PathBuf>,
     #[command(flatten)]
-    pub scope: crate::cache_cmd::ScopeArgs,
+    pub scope: ScopeArgs,
 }
 
 #[derive(Args, Debug)]
@@ -185,7 +161,7 @@ pub struct BuildArgs {
     pub sha: Option<String>,
     /// Override one of the cell's variables (recorded, and part of the inputs digest), e.g.
     /// `--set CUPY_NVCC_GENERATE_CODE=arch=compute_75,code=sm_75`.
-    #[arg(long = "set", value_name = "KEY=VALUE", requires = "cell", value_parser = crate::plan_cmd::parse_set)]
+    #[arg(long = "set", value_name = "KEY=VALUE", requires = "cell", value_parser = parse_set)]
     pub set: Vec<(String, String)>,
     #[command(flatten)]
     pub epoch: EpochArgs,
@@ -258,213 +234,216 @@ pub enum NameCommand {
     },
 }
 
-/// The cache directory, absolute: a relative `--cache-dir`/`VOUCH_CACHE_DIR` is taken
-/// against the current directory once, here, so every path derived from it (the work
-/// directory, toolkit paths in prefix maps) means the same place.
-pub fn default_cache_dir(explicit: Option<PathBuf>) -> PathBuf {
-    let dir = explicit
-        .or_else(|| std::env::var_os("XDG_CACHE_HOME").map(|d| PathBuf::from(d).join("vouch")))
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache").join("vouch")))
-        .unwrap_or_else(|| std::env::temp_dir().join("vouch-cache"));
-    std::path::absolute(&dir).unwrap_or(dir)
+#[derive(Subcommand, Debug)]
+pub enum ToolchainCommand {
+    /// Download (or reuse) and lay out the cell's CUDA toolkit; prints its CUDA_PATH.
+    Install(ToolchainArgs),
 }
 
-/// The trust a build runs with, which picks the cache root its venv and toolkit come from.
-/// In GitHub Actions only the event GitHub reports counts (a flag cannot raise it); elsewhere
-/// `--event push` does. Everything else (pull requests, local builds, rebuilds) is untrusted.
-pub fn trust_level(event: Option<&str>) -> vouch_build::TrustLevel {
-    let in_actions = std::env::var("GITHUB_ACTIONS").is_ok_and(|v| v == "true");
-    let event = if in_actions {
-        std::env::var("GITHUB_EVENT_NAME").ok()
+#[derive(Args, Debug)]
+pub struct ToolchainArgs {
+    #[arg(long, default_value = "vouch.toml", value_name = "FILE")]
+    pub profile: PathBuf,
+    #[arg(long)]
+    pub cell: String,
+    #[command(flatten)]
+    pub env: ToolEnvArgs,
+    #[command(flatten)]
+    pub common: Common,
+}
+
+/// `--listen`: loopback only, so neither the network nor a container next door reaches it.
+fn loopback_listen(s: &str) -> Result<SocketAddr, String> {
+    let addr: SocketAddr = s
+        .parse()
+        .map_err(|e| format!("{s:?} is not an IP:PORT address ({e})"))?;
+    if addr.ip().is_loopback() {
+        Ok(addr)
     } else {
-        event.map(str::to_owned)
-    };
-    if event.as_deref() == Some("push") {
-        vouch_build::TrustLevel::Trusted
-    } else {
-        vouch_build::TrustLevel::Untrusted
+        Err(format!(
+            "{addr} is not a loopback address; the gateway listens on 127.0.0.0/8 or [::1] only"
+        ))
     }
 }
 
-pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
-    match cli.command {
-        Command::Demo(args) => demo::run(args),
-        Command::Build(args) => crate::build_cmd::build(args),
-        Command::Toolchain(cmd) => crate::build_cmd::toolchain(cmd),
-        Command::Workflows(cmd) => crate::workflows_cmd::run(cmd),
-        Command::Normalize(args) => normalize(args),
-        Command::Diff(args) => diff(args),
-        Command::Name(cmd) => name(cmd),
-        Command::Verify(args) => crate::verify_cmd::run(args),
-        Command::Attest(args) => crate::attest_cmd::run(args),
-        Command::Cache(cmd) => crate::cache_cmd::run(cmd),
-        Command::Fetch(cmd) => crate::fetch_cmd::fetch(cmd),
-        Command::Audit(args) => crate::audit_cmd::audit(args),
-        Command::Plan(args) => crate::plan_cmd::plan(args),
-        Command::Inputs(args) => crate::plan_cmd::inputs(args),
-        Command::Rebuild(args) => crate::audit_cmd::rebuild(args),
-        Command::Install(cmd) => crate::fetch_cmd::install(cmd),
-        Command::Publish(cmd) => crate::fetch_cmd::publish(cmd),
-        Command::Keygen(args) => crate::attest_cmd::keygen(args),
+/// `cache env` output formats.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum EnvFormat {
+    /// `export NAME=value` lines, each value quoted for POSIX sh where it needs it.
+    Sh,
+    /// `NAME=value` lines for `$GITHUB_ENV`.
+    GithubEnv,
+    Json,
+}
+
+/// Where a `cache env`/`cache stats` command finds the gateway.
+#[derive(Args, Debug, Clone)]
+#[group(required = true, multiple = false)]
+pub struct UrlArgs {
+    /// The gateway URL `cache serve` printed (it carries the gateway's secret; on a shared
+    /// host prefer --url-file, since a command line is visible to every local user).
+    #[arg(long, value_name = "URL")]
+    pub url: Option<GatewayUrl>,
+    /// File holding the gateway URL (what `cache serve --url-file` wrote).
+    #[arg(long, value_name = "FILE")]
+    pub url_file: Option<PathBuf>,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct ScopeArgs {
+    /// Take the trigger from GitHub Actions (`GITHUB_EVENT_NAME`, `GITHUB_REF`,
+    /// `GITHUB_BASE_REF`, the event payload's PR number and default branch).
+    #[arg(long)]
+    pub scope_from_github: bool,
+    /// Event that triggered the build (push, pull_request, ...).
+    #[arg(long, value_name = "EVENT", conflicts_with = "scope_from_github")]
+    pub event: Option<String>,
+    #[arg(long = "ref", value_name = "REF", conflicts_with = "scope_from_github")]
+    pub git_ref: Option<String>,
+    #[arg(long, value_name = "N", conflicts_with = "scope_from_github")]
+    pub pr: Option<u64>,
+    #[arg(long, value_name = "BRANCH", conflicts_with = "scope_from_github")]
+    pub base_ref: Option<String>,
+    /// The repository's default branch (with --scope-from-github: when the event payload
+    /// does not name it).
+    #[arg(long, default_value = "main", value_name = "BRANCH")]
+    pub default_branch: String,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum CacheCommand {
+    /// Run the scoped gateway on loopback until killed; prints its URL.
+    Serve {
+        /// A directory, or redis://[user@]host:port.
+        #[arg(long, value_name = "DIR|URL")]
+        store: String,
+        /// File holding the Redis password.
+        #[arg(long, value_name = "FILE")]
+        password_file: Option<PathBuf>,
+        #[command(flatten)]
+        scope: ScopeArgs,
+        /// A loopback address (127.0.0.0/8 or [::1]); any other is refused.
+        #[arg(long, default_value = "127.0.0.1:0", value_parser = loopback_listen)]
+        listen: SocketAddr,
+        /// Also write the URL to this file (mode 0600: the URL carries the gateway's secret).
+        #[arg(long, value_name = "FILE")]
+        url_file: Option<PathBuf>,
+        /// Largest entry accepted (bytes); larger PUTs get 413.
+        #[arg(long, default_value_t = vouch_cache::DEFAULT_MAX_ENTRY)]
+        max_entry_bytes: usize,
+    },
+    /// Print the environment that points a compiler cache at a gateway.
+    Env {
+        #[arg(long)]
+        tool: Tool,
+        #[command(flatten)]
+        url: UrlArgs,
+        /// The tool's local state directory.
+        #[arg(long, value_name = "DIR", default_value = ".vouch-cache-local")]
+        local_dir: PathBuf,
+        #[arg(long, value_enum, default_value_t = EnvFormat::Sh)]
+        format: EnvFormat,
+    },
+    /// Print a gateway's counters (and the compiler cache's own, with --tool).
+    Stats {
+        #[command(flatten)]
+        url: UrlArgs,
+        /// Also the compiler cache's own counters (asked in this environment).
+        #[arg(long)]
+        tool: Option<Tool>,
+        /// Markdown table for $GITHUB_STEP_SUMMARY.
+        #[arg(long)]
+        markdown: bool,
+    },
+    /// Probe whether the store credential can write scopes this build must not; fail closed.
+    Check {
+        /// redis://user@host:port — the credential this job holds (password in --password-file).
+        #[arg(long, value_name = "URL")]
+        store: String,
+        /// File holding the store password.
+        #[arg(long, value_name = "FILE")]
+        password_file: Option<PathBuf>,
+        #[command(flatten)]
+        scope: ScopeArgs,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Args, Debug)]
+pub struct PlanArgs {
+    /// The project profile.
+    #[arg(long, default_value = "vouch.toml", value_name = "FILE")]
+    pub profile: PathBuf,
+    /// github (`{"include": [...]}` for `strategy.matrix` via `fromJson`), json, or table.
+    #[arg(long, default_value = "table")]
+    pub format: String,
+    /// The triggering event (`push`, `pull_request`, ...): each entry then carries the cache
+    /// mode its job runs with (`trusted` writes the branch scope; `pr` writes only its PR's).
+    #[arg(long, value_name = "EVENT")]
+    pub event: Option<String>,
+}
+
+#[derive(Args, Debug)]
+pub struct InputsArgs {
+    #[arg(long, default_value = "vouch.toml", value_name = "FILE")]
+    pub profile: PathBuf,
+    /// The cell id (see `vouch plan`).
+    #[arg(long)]
+    pub cell: String,
+    /// The source tree (an unpacked sdist or a checkout).
+    #[arg(long, value_name = "DIR")]
+    pub source: PathBuf,
+    /// Override one of the cell's variables, as `vouch build --set` does.
+    #[arg(long = "set", value_name = "KEY=VALUE", value_parser = parse_set)]
+    pub set: Vec<(String, String)>,
+    /// List every input that went into the digest.
+    #[arg(long)]
+    pub explain: bool,
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `KEY=VALUE` for `--set`.
+pub fn parse_set(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((k, v))
+            if !k.is_empty() && k.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') =>
+        {
+            Ok((k.to_owned(), v.to_owned()))
+        }
+        _ => Err(format!(
+            "{s:?}: expected KEY=VALUE with KEY made of letters, digits and _"
+        )),
     }
 }
 
-pub fn build_options(
-    source: &Path,
-    out: &Path,
-    epoch: Option<u64>,
-    env: &BuildEnvArgs,
-) -> anyhow::Result<vouch_build::BuildOptions> {
-    Ok(vouch_build::BuildOptions {
-        source: source.to_owned(),
-        out_dir: out.to_owned(),
-        source_date_epoch: epoch,
-        python: env.tools.python.clone(),
-        cache_dir: default_cache_dir(env.tools.cache_dir.clone()),
-        env: Vec::new(),
-        launcher: None,
-        work_dir: env
-            .work_dir
-            .clone()
-            .map(|w| std::path::absolute(&w).unwrap_or(w)),
-        path_prepend: Vec::new(),
-        prefix_maps: Vec::new(),
-        patch: None,
-        repair: None,
-        trust: trust_level(None),
-        seal_key: env.tools.seal_key()?,
-    })
+/// The cache mode a job triggered by `event` runs with; events vouch does not build for are
+/// refused rather than guessed.
+
+#[derive(Subcommand, Debug)]
+pub enum WorkflowsCommand {
+    /// Write the trigger, build and dispatch workflows for the profile.
+    Generate(WorkflowsArgs),
+    /// Exit 1 (printing a diff) when the workflows on disk are not what `generate` writes, or
+    /// when they break a trust rule.
+    Check(WorkflowsArgs),
 }
 
-/// A store spec without any password.
-pub fn store_display(spec: &str) -> String {
-    match spec.split_once("://").and_then(|(scheme, rest)| {
-        rest.rsplit_once('@')
-            .map(|(_, host)| format!("{scheme}://{host}"))
-    }) {
-        Some(s) => s,
-        None => spec.to_owned(),
-    }
-}
-
-fn normalize(args: NormalizeArgs) -> anyhow::Result<ExitCode> {
-    let options = vouch_wheel::NormalizeOptions {
-        epoch: args
-            .epoch
-            .source_date_epoch
-            .unwrap_or(vouch_wheel::DEFAULT_EPOCH),
-    };
-    let mut reports = Vec::new();
-    for wheel in &args.wheels {
-        let report = vouch_wheel::normalize_wheel(wheel, &args.out, options)
-            .with_context(|| format!("normalizing {wheel:?}"))?;
-        if !args.common.json {
-            output::data(format!("{}  {}", report.sha256, report.output.display()));
-        }
-        reports.push(report);
-    }
-    if args.common.json {
-        output::json(&reports);
-    }
-    Ok(ExitCode::SUCCESS)
-}
-
-fn diff(args: DiffArgs) -> anyhow::Result<ExitCode> {
-    let d = vouch_wheel::diff_wheels(&args.a, &args.b)?;
-    if args.common.json {
-        output::json(&d);
-    } else if d.identical {
-        output::data(format!("identical: {}", d.sha256[0]));
-    } else {
-        for m in &d.only_in_a {
-            output::data(format!("only in A: {m}"));
-        }
-        for m in &d.only_in_b {
-            output::data(format!("only in B: {m}"));
-        }
-        for c in &d.changed {
-            let mut what = Vec::new();
-            if c.content {
-                what.push("content".to_owned());
-            }
-            if let Some([a, b]) = &c.mode {
-                what.push(format!(
-                    "mode {} -> {}",
-                    a.as_deref().unwrap_or("none"),
-                    b.as_deref().unwrap_or("none")
-                ));
-            }
-            if let Some([a, b]) = &c.timestamp {
-                what.push(format!(
-                    "time {} -> {}",
-                    a.as_deref().unwrap_or("none"),
-                    b.as_deref().unwrap_or("none")
-                ));
-            }
-            output::data(format!("differs: {} ({})", c.name, what.join(", ")));
-        }
-        if d.order_differs {
-            output::data("member order differs");
-        }
-        if d.members_identical() {
-            output::data("members identical; archive bytes differ (compression or zip metadata)");
-        }
-    }
-    Ok(ExitCode::from(if d.identical {
-        exit::SUCCESS
-    } else {
-        exit::DIFFERENT
-    }))
-}
-
-#[derive(serde::Serialize)]
-struct NameParts<'a> {
-    name: String,
-    dist: &'a str,
-    python: String,
-    platform: &'static str,
-    pr: Option<u64>,
-    sha: &'a str,
-}
-
-fn name(cmd: NameCommand) -> anyhow::Result<ExitCode> {
-    match cmd {
-        NameCommand::Render {
-            dist,
-            python,
-            platform,
-            pr,
-            sha,
-        } => {
-            let python: PythonVersion = python.parse()?;
-            let platform: Platform = platform.parse()?;
-            output::data(ArtifactName::new(dist, python, platform, pr, sha)?);
-        }
-        NameCommand::Parse { name, common } => {
-            let n: ArtifactName = name
-                .parse()
-                .with_context(|| format!("parsing artifact name {name:?}"))?;
-            let parts = NameParts {
-                name: n.to_string(),
-                dist: &n.dist,
-                python: n.python.to_string(),
-                platform: n.platform.as_str(),
-                pr: n.pr,
-                sha: &n.sha,
-            };
-            if common.json {
-                output::json(&parts);
-            } else {
-                output::data(format!(
-                    "dist={} python={} platform={} pr={} sha={}",
-                    parts.dist,
-                    parts.python,
-                    parts.platform,
-                    parts.pr.map_or("-".to_owned(), |p| p.to_string()),
-                    parts.sha
-                ));
-            }
-        }
-    }
-    Ok(ExitCode::SUCCESS)
+#[derive(Args, Debug)]
+pub struct WorkflowsArgs {
+    /// The profile, as the workflows pass it to `vouch plan` and `vouch build` (a path relative
+    /// to the repository root).
+    #[arg(long, default_value = "vouch.toml", value_name = "FILE")]
+    pub profile: PathBuf,
+    /// The workflows directory.
+    #[arg(long, default_value = ".github/workflows", value_name = "DIR")]
+    pub out: PathBuf,
+    /// The vouch version the workflows install [default: the profile's `workflows.version`].
+    #[arg(long, value_name = "VERSION")]
+    pub vouch_version: Option<String>,
+    /// sha256 of a vouch wheel of that version, once per platform wheel [default: the
+    /// profile's `workflows.sha256`].
+    #[arg(long = "vouch-sha256", value_name = "HEX")]
+    pub vouch_sha256: Vec<String>,
 }

@@ -5,9 +5,6 @@
 
 use std::process::ExitCode;
 
-use vouch_build::BuildError;
-use vouch_wheel::WheelError;
-
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u8)]
 pub enum Status {
@@ -156,170 +153,302 @@ pub fn verify_status(kind: vouch_verify::ErrorKind) -> Status {
     }
 }
 
-fn wheel(e: &WheelError) -> Status {
-    match e {
-        WheelError::Read { .. } | WheelError::Write { .. } | WheelError::ZipWrite { .. } => {
-            Status::Io
+/// How an error type decides its exit status. `None` means the value only adds context to its
+/// cause, which decides. Every error type a command can return implements this with an
+/// exhaustive match, so a new variant does not compile until someone picks its status.
+trait Classify {
+    fn status(&self) -> Option<Status>;
+}
+
+type Classifier = fn(&(dyn std::error::Error + 'static)) -> Option<Option<Status>>;
+
+/// The classified types, each paired with its name for the completeness test.
+macro_rules! classifiers {
+    ($($t:ty),* $(,)?) => {
+        &[$((stringify!($t), |e| e.downcast_ref::<$t>().map(Classify::status))),*]
+    };
+}
+
+static CLASSIFIERS: &[(&str, Classifier)] = classifiers![
+    crate::commands::fetch::FetchFailed,
+    crate::common::UsageError,
+    crate::common::CacheCmdError,
+    vouch_verify::VerifyError,
+    vouch_verify::PolicyFileError,
+    vouch_fetch::FetchError,
+    vouch_github::GithubError,
+    vouch_http::HttpError,
+    vouch_fetch::InstallError,
+    vouch_profile::ProfileError,
+    vouch_wheel::WheelError,
+    vouch_build::BuildError,
+    vouch_cell::CellError,
+    vouch_toolchain::ToolchainError,
+    vouch_cache::GatewayError,
+    vouch_cache::StoreError,
+    vouch_cache::ToolError,
+    vouch_cache::UrlError,
+    vouch_cache::ScopeError,
+    vouch_core::NameError,
+    vouch_core::DigestError,
+    vouch_core::portable_path::PortableNameError,
+    vouch_core::portable_path::Collision,
+    vouch_attest::ContextError,
+    vouch_attest::SignError,
+    vouch_workflows::Error,
+    vouch_fs::seal::SealError,
+    std::io::Error,
+    serde_json::Error,
+];
+
+impl Classify for crate::commands::fetch::FetchFailed {
+    fn status(&self) -> Option<Status> {
+        Some(self.status)
+    }
+}
+
+impl Classify for crate::common::UsageError {
+    fn status(&self) -> Option<Status> {
+        Some(Status::Usage)
+    }
+}
+
+impl Classify for crate::common::CacheCmdError {
+    fn status(&self) -> Option<Status> {
+        use crate::common::CacheCmdError as C;
+        Some(match self {
+            C::NotInActions(_) | C::Stats { .. } => Status::Environment,
+            C::EventPayload { .. } => Status::InvalidInput,
+        })
+    }
+}
+
+impl Classify for vouch_verify::VerifyError {
+    fn status(&self) -> Option<Status> {
+        Some(verify_status(self.kind))
+    }
+}
+
+impl Classify for vouch_verify::PolicyFileError {
+    fn status(&self) -> Option<Status> {
+        use vouch_verify::PolicyFileError as P;
+        Some(match self {
+            P::Read { .. } => Status::Io,
+            P::Invalid { .. } => Status::InvalidInput,
+        })
+    }
+}
+
+impl Classify for vouch_fetch::FetchError {
+    fn status(&self) -> Option<Status> {
+        Some(crate::commands::fetch::failure_status(self))
+    }
+}
+
+impl Classify for vouch_github::GithubError {
+    fn status(&self) -> Option<Status> {
+        Some(Status::Download)
+    }
+}
+
+impl Classify for vouch_http::HttpError {
+    fn status(&self) -> Option<Status> {
+        use vouch_http::HttpError as H;
+        Some(match self {
+            H::Io { .. } => Status::Io,
+            H::Runtime(_) | H::NestedRuntime => Status::Internal,
+            H::Client(_) | H::Exhausted { .. } | H::Status { .. } | H::Transfer { .. } => {
+                Status::Download
+            }
+        })
+    }
+}
+
+impl Classify for vouch_fetch::InstallError {
+    fn status(&self) -> Option<Status> {
+        use vouch_fetch::InstallError as I;
+        Some(match self {
+            I::Failed(_) => Status::InstallFailed,
+            I::Resolve { .. } | I::Write { .. } | I::Spawn { .. } => Status::Io,
+            I::FileUrl(_) => Status::InvalidInput,
+        })
+    }
+}
+
+impl Classify for vouch_profile::ProfileError {
+    fn status(&self) -> Option<Status> {
+        use vouch_profile::ProfileError as P;
+        Some(match self {
+            P::Read { .. } | P::Source { .. } => Status::Io,
+            P::Invalid { .. } | P::NoCell { .. } => Status::InvalidInput,
+        })
+    }
+}
+
+impl Classify for vouch_wheel::WheelError {
+    fn status(&self) -> Option<Status> {
+        Some(match self {
+            vouch_wheel::WheelError::Read { .. }
+            | vouch_wheel::WheelError::Write { .. }
+            | vouch_wheel::WheelError::ZipWrite { .. } => Status::Io,
+            _ => Status::InvalidInput,
+        })
+    }
+}
+
+impl Classify for vouch_build::BuildError {
+    fn status(&self) -> Option<Status> {
+        Some(match self {
+            vouch_build::BuildError::Wheel(w) => return w.status(),
+            vouch_build::BuildError::Io { .. } => Status::Io,
+            vouch_build::BuildError::Project { .. }
+            | vouch_build::BuildError::Epoch(_)
+            | vouch_build::BuildError::Sdist { .. }
+            | vouch_build::BuildError::Template(_) => Status::InvalidInput,
+            vouch_build::BuildError::NoPython(_)
+            | vouch_build::BuildError::Spawn { .. }
+            | vouch_build::BuildError::Sealed(_) => Status::Environment,
+            vouch_build::BuildError::WorkDir { .. } => Status::Usage,
+            vouch_build::BuildError::Failed { .. } | vouch_build::BuildError::WheelCount { .. } => {
+                Status::BuildFailed
+            }
+        })
+    }
+}
+
+impl Classify for vouch_cell::CellError {
+    fn status(&self) -> Option<Status> {
+        use vouch_cell::CellError as C;
+        match self {
+            C::Profile(e) => e.status(),
+            C::Python(e) => e.status(),
+            C::Name(e) => e.status(),
+            C::Gateway(e) => e.status(),
+            C::Tool(e) => e.status(),
+            C::WrongPython { .. } => Some(Status::Environment),
+            C::NoToolchain { .. } => Some(Status::Usage),
+            C::Io { .. } | C::ReuseDir { .. } => Some(Status::Io),
+            C::LibraryPath(_) => Some(Status::InvalidInput),
+            C::Unpack { .. } | C::Toolchain { .. } | C::Build { .. } => None,
         }
-        _ => Status::InvalidInput,
     }
 }
 
-fn build(e: &BuildError) -> Status {
-    match e {
-        BuildError::Wheel(w) => wheel(w),
-        BuildError::Io { .. } => Status::Io,
-        BuildError::Project { .. }
-        | BuildError::Epoch(_)
-        | BuildError::Sdist { .. }
-        | BuildError::Template(_) => Status::InvalidInput,
-        BuildError::NoPython(_) | BuildError::Spawn { .. } | BuildError::Sealed(_) => {
-            Status::Environment
+impl Classify for vouch_toolchain::ToolchainError {
+    fn status(&self) -> Option<Status> {
+        use vouch_toolchain::ToolchainError as T;
+        Some(match self {
+            T::Io { .. } | T::Seal(_) => Status::Io,
+            T::Digest { .. } => Status::Digest,
+            T::Download { .. } | T::Command { .. } => Status::Download,
+            T::Spawn { .. } | T::Stub { .. } => Status::Environment,
+            T::UnsafeMember { .. } => Status::UnsafeArchive,
+            T::Requirements { .. }
+            | T::Archive { .. }
+            | T::Wheel { .. }
+            | T::Empty
+            | T::Layout(_) => Status::InvalidInput,
+        })
+    }
+}
+
+impl Classify for vouch_cache::StoreError {
+    fn status(&self) -> Option<Status> {
+        use vouch_cache::StoreError as S;
+        Some(match self {
+            S::Io { .. } => Status::Io,
+            S::Redis(_) => Status::Environment,
+            S::BadKey(_) => Status::InvalidInput,
+            S::BadSpec(_) | S::NotRedis(_) => Status::Usage,
+        })
+    }
+}
+
+impl Classify for vouch_cache::GatewayError {
+    fn status(&self) -> Option<Status> {
+        use vouch_cache::GatewayError as G;
+        match self {
+            G::NotLoopback { .. } => Some(Status::Usage),
+            G::Store(s) => s.status(),
+            G::Listen { .. } | G::Runtime(_) | G::Random(_) => Some(Status::Environment),
         }
-        BuildError::WorkDir { .. } => Status::Usage,
-        BuildError::Failed { .. } | BuildError::WheelCount { .. } => Status::BuildFailed,
     }
 }
 
-fn toolchain(e: &vouch_toolchain::ToolchainError) -> Status {
-    use vouch_toolchain::ToolchainError as T;
-    match e {
-        T::Io { .. } | T::Seal(_) => Status::Io,
-        T::Digest { .. } => Status::Digest,
-        T::Download { .. } | T::Command { .. } | T::Transfer { .. } => Status::Download,
-        T::Spawn { .. } | T::Stub { .. } => Status::Environment,
-        T::UnsafeMember { .. } => Status::UnsafeArchive,
-        T::Requirements { .. } | T::Archive { .. } | T::Wheel { .. } | T::Empty | T::Layout(_) => {
-            Status::InvalidInput
+impl Classify for vouch_cache::ToolError {
+    fn status(&self) -> Option<Status> {
+        Some(Status::Environment)
+    }
+}
+
+impl Classify for vouch_cache::UrlError {
+    fn status(&self) -> Option<Status> {
+        Some(Status::Usage)
+    }
+}
+
+/// Malformed values: a scope, an artifact name, a digest, a portable path, a run context.
+macro_rules! invalid_input {
+    ($($t:ty),*) => {$(
+        impl Classify for $t {
+            fn status(&self) -> Option<Status> {
+                Some(Status::InvalidInput)
+            }
         }
+    )*};
+}
+
+invalid_input!(
+    vouch_cache::ScopeError,
+    vouch_core::NameError,
+    vouch_core::DigestError,
+    vouch_core::portable_path::PortableNameError,
+    vouch_core::portable_path::Collision,
+    vouch_attest::ContextError,
+    serde_json::Error
+);
+
+impl Classify for vouch_attest::SignError {
+    fn status(&self) -> Option<Status> {
+        use vouch_attest::SignError as S;
+        Some(match self {
+            S::KeyFormat { .. } | S::KeyAlgorithm { .. } | S::Token(_) => Status::InvalidInput,
+            S::NoAmbientToken | S::Keyless { .. } | S::Crypto(_) | S::KeyGen => Status::Signing,
+            S::Json(_) => Status::Internal,
+        })
     }
 }
 
-fn store(e: &vouch_cache::StoreError) -> Status {
-    use vouch_cache::StoreError as S;
-    match e {
-        S::Io { .. } => Status::Io,
-        S::Redis(_) => Status::Environment,
-        S::BadKey(_) => Status::InvalidInput,
-        S::BadSpec(_) | S::NotRedis(_) => Status::Usage,
+impl Classify for vouch_workflows::Error {
+    fn status(&self) -> Option<Status> {
+        use vouch_workflows::Error as W;
+        Some(match self {
+            W::Read { .. } | W::Write { .. } => Status::Io,
+            W::Option { .. } | W::Profile(_) | W::Yaml { .. } | W::Shape { .. } => {
+                Status::InvalidInput
+            }
+        })
     }
 }
 
-fn gateway(e: &vouch_cache::GatewayError) -> Status {
-    use vouch_cache::GatewayError as G;
-    match e {
-        G::NotLoopback { .. } => Status::Usage,
-        G::Store(s) => store(s),
-        G::Listen { .. } | G::Runtime(_) | G::Random(_) => Status::Environment,
+impl Classify for vouch_fs::seal::SealError {
+    fn status(&self) -> Option<Status> {
+        Some(Status::Io)
     }
 }
 
-fn sign(e: &vouch_attest::SignError) -> Status {
-    use vouch_attest::SignError as S;
-    match e {
-        S::KeyFormat { .. } | S::KeyAlgorithm { .. } | S::Token(_) => Status::InvalidInput,
-        S::NoAmbientToken | S::Keyless { .. } | S::Crypto(_) | S::KeyGen => Status::Signing,
-        S::Json(_) => Status::Internal,
+impl Classify for std::io::Error {
+    fn status(&self) -> Option<Status> {
+        Some(Status::Io)
     }
 }
 
-fn workflows(e: &vouch_workflows::Error) -> Status {
-    use vouch_workflows::Error as W;
-    match e {
-        W::Read { .. } | W::Write { .. } => Status::Io,
-        W::Option { .. } | W::Profile(_) | W::Yaml { .. } | W::Shape { .. } => Status::InvalidInput,
-    }
-}
-
-/// The status for the first classified error in the cause chain, outermost first.
+/// The status of the outermost error in the cause chain that decides one.
 pub fn classify(err: &anyhow::Error) -> Status {
     for cause in err.chain() {
-        if let Some(f) = cause.downcast_ref::<crate::fetch_cmd::FetchFailed>() {
-            return f.status;
-        }
-        if cause
-            .downcast_ref::<crate::verify_cmd::UsageError>()
-            .is_some()
-        {
-            return Status::Usage;
-        }
-        if let Some(e) = cause.downcast_ref::<vouch_verify::VerifyError>() {
-            return verify_status(e.kind);
-        }
-        if let Some(e) = cause.downcast_ref::<vouch_fetch::FetchError>() {
-            return crate::fetch_cmd::failure_status(e);
-        }
-        if cause.downcast_ref::<vouch_github::GithubError>().is_some() {
-            return Status::Download;
-        }
-        if let Some(e) = cause.downcast_ref::<vouch_profile::ProfileError>() {
-            return match e {
-                vouch_profile::ProfileError::Read { .. }
-                | vouch_profile::ProfileError::Source { .. } => Status::Io,
-                vouch_profile::ProfileError::Invalid { .. }
-                | vouch_profile::ProfileError::NoCell { .. } => Status::InvalidInput,
-            };
-        }
-        if let Some(e) = cause.downcast_ref::<vouch_verify::PolicyFileError>() {
-            return match e {
-                vouch_verify::PolicyFileError::Read { .. } => Status::Io,
-                vouch_verify::PolicyFileError::Invalid { .. } => Status::InvalidInput,
-            };
-        }
-        if let Some(e) = cause.downcast_ref::<WheelError>() {
-            return wheel(e);
-        }
-        if let Some(e) = cause.downcast_ref::<BuildError>() {
-            return build(e);
-        }
-        if cause
-            .downcast_ref::<crate::build_cmd::WrongPython>()
-            .is_some()
-        {
-            return Status::Environment;
-        }
-        if let Some(e) = cause.downcast_ref::<vouch_toolchain::ToolchainError>() {
-            return toolchain(e);
-        }
-        if let Some(e) = cause.downcast_ref::<vouch_cache::GatewayError>() {
-            return gateway(e);
-        }
-        if let Some(e) = cause.downcast_ref::<vouch_cache::StoreError>() {
-            return store(e);
-        }
-        if cause.downcast_ref::<vouch_cache::ToolError>().is_some() {
-            return Status::Environment;
-        }
-        if cause.downcast_ref::<vouch_cache::UrlError>().is_some() {
-            return Status::Usage;
-        }
-        if let Some(e) = cause.downcast_ref::<crate::cache_cmd::CacheCmdError>() {
-            use crate::cache_cmd::CacheCmdError as C;
-            return match e {
-                C::NotInActions(_) | C::Stats { .. } => Status::Environment,
-                C::EventPayload { .. } => Status::InvalidInput,
-            };
-        }
-        if cause.downcast_ref::<vouch_cache::ScopeError>().is_some()
-            || cause.downcast_ref::<vouch_core::NameError>().is_some()
-            || cause.downcast_ref::<vouch_core::DigestError>().is_some()
-            || cause.downcast_ref::<vouch_attest::ContextError>().is_some()
-        {
-            return Status::InvalidInput;
-        }
-        if let Some(e) = cause.downcast_ref::<vouch_attest::SignError>() {
-            return sign(e);
-        }
-        if let Some(e) = cause.downcast_ref::<vouch_workflows::Error>() {
-            return workflows(e);
-        }
-        if cause.downcast_ref::<vouch_fs::seal::SealError>().is_some()
-            || cause.downcast_ref::<std::io::Error>().is_some()
-        {
-            return Status::Io;
-        }
-        if cause.downcast_ref::<serde_json::Error>().is_some() {
-            return Status::InvalidInput;
+        let decided = CLASSIFIERS.iter().find_map(|(_, classify)| classify(cause));
+        if let Some(Some(status)) = decided {
+            return status;
         }
     }
     tracing::debug!(error = ?err, "unclassified error");
@@ -343,10 +472,7 @@ mod tests {
     #[test]
     fn issue12_every_error_type_is_classified() {
         let cases: Vec<(anyhow::Error, Status)> = vec![
-            (
-                crate::verify_cmd::UsageError("x".into()).into(),
-                Status::Usage,
-            ),
+            (crate::common::UsageError("x".into()).into(), Status::Usage),
             (
                 vouch_cache::StoreError::BadSpec("/tmp".into()).into(),
                 Status::Usage,
@@ -367,7 +493,7 @@ mod tests {
                 Status::Environment,
             ),
             (
-                crate::cache_cmd::CacheCmdError::NotInActions("GITHUB_EVENT_NAME").into(),
+                crate::common::CacheCmdError::NotInActions("GITHUB_EVENT_NAME").into(),
                 Status::Environment,
             ),
             (
@@ -398,7 +524,7 @@ mod tests {
                 Status::InvalidInput,
             ),
             (
-                BuildError::WorkDir {
+                vouch_build::BuildError::WorkDir {
                     path: "/w".into(),
                     reason: "r".into(),
                 }
@@ -406,7 +532,7 @@ mod tests {
                 Status::Usage,
             ),
             (
-                BuildError::WheelCount { found: 2 }.into(),
+                vouch_build::BuildError::WheelCount { found: 2 }.into(),
                 Status::BuildFailed,
             ),
             (
@@ -467,7 +593,7 @@ mod tests {
                 Status::Policy,
             ),
             (
-                WheelError::DuplicateMember {
+                vouch_wheel::WheelError::DuplicateMember {
                     path: "w.whl".into(),
                     member: "a".into(),
                 }
@@ -475,8 +601,22 @@ mod tests {
                 Status::InvalidInput,
             ),
             (
-                crate::build_cmd::WrongPython("3.12".into()).into(),
+                vouch_cell::CellError::WrongPython {
+                    cell: "c".into(),
+                    want: "3.12".into(),
+                    found: "3.11.2".into(),
+                    free_threaded: false,
+                }
+                .into(),
                 Status::Environment,
+            ),
+            (
+                vouch_cell::CellError::Toolchain {
+                    name: "cuda".into(),
+                    source: vouch_toolchain::ToolchainError::Empty,
+                }
+                .into(),
+                Status::InvalidInput,
             ),
             (
                 vouch_cache::UrlError::Invalid {
@@ -495,7 +635,7 @@ mod tests {
                 Status::InvalidInput,
             ),
             (
-                crate::fetch_cmd::FetchFailed {
+                crate::commands::fetch::FetchFailed {
                     status: Status::InstallFailed,
                     message: "pip".into(),
                 }
@@ -509,6 +649,80 @@ mod tests {
             assert_ne!(got.code(), 1, "{err:#}");
         }
         assert_eq!(classify(&anyhow::anyhow!("untyped")), Status::Internal);
+    }
+
+    /// Every `thiserror` type in the workspace (libraries and the binary) is classified: an
+    /// error type added without a status fails here, before a user sees exit 70.
+    #[test]
+    fn every_error_type_in_the_workspace_is_classified() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let classified: Vec<(String, String)> = CLASSIFIERS
+            .iter()
+            .map(|(name, _)| {
+                let name = name.replace(' ', "");
+                let krate = name.split("::").next().unwrap().to_owned();
+                let ty = name.rsplit("::").next().unwrap().to_owned();
+                (krate, ty)
+            })
+            .collect();
+        let mut found = Vec::new();
+        let mut dirs = vec![(String::from("crate"), root.join("src"))];
+        for e in std::fs::read_dir(root.join("crates")).unwrap() {
+            let dir = e.unwrap().path();
+            let krate = dir.file_name().unwrap().to_string_lossy().replace('-', "_");
+            // Test doubles never reach a user.
+            if !krate.starts_with("vouch_test") {
+                dirs.push((krate, dir.join("src")));
+            }
+        }
+        for (krate, dir) in dirs {
+            for file in walk(&dir) {
+                let text = std::fs::read_to_string(&file).unwrap();
+                let mut derive = false;
+                for line in text.lines().map(str::trim) {
+                    if line.starts_with("#[derive(") {
+                        derive = line.contains("thiserror::Error");
+                        continue;
+                    }
+                    if line.starts_with("#[") || line.starts_with("///") {
+                        continue;
+                    }
+                    if derive
+                        && let Some(rest) = line
+                            .strip_prefix("pub enum ")
+                            .or_else(|| line.strip_prefix("pub struct "))
+                    {
+                        let ty: String = rest
+                            .chars()
+                            .take_while(|c| c.is_alphanumeric() || *c == '_')
+                            .collect();
+                        found.push((krate.clone(), ty, file.clone()));
+                    }
+                    derive = false;
+                }
+            }
+        }
+        assert!(found.len() > 20, "the scan found only {found:?}");
+        for (krate, ty, file) in found {
+            assert!(
+                classified.iter().any(|(k, t)| k == &krate && t == &ty),
+                "{krate}::{ty} ({}) has no exit status: implement Classify for it in src/exit.rs",
+                file.display()
+            );
+        }
+    }
+
+    fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+        let mut files = Vec::new();
+        for e in std::fs::read_dir(dir).unwrap() {
+            let path = e.unwrap().path();
+            if path.is_dir() {
+                files.extend(walk(&path));
+            } else if path.extension().is_some_and(|x| x == "rs") {
+                files.push(path);
+            }
+        }
+        files
     }
 
     /// The README's exit-code table lists exactly [`TABLE`]'s codes, in order.

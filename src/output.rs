@@ -170,3 +170,27 @@ impl Drop for Spinner {
         }
     }
 }
+
+impl vouch_cell::Step for Spinner {
+    fn bytes_progress(&self) -> Option<vouch_toolchain::ProgressFn> {
+        Spinner::bytes_progress(self)
+    }
+}
+
+/// How the libraries' progress reaches the terminal (and Actions' annotations and masks).
+pub struct Terminal;
+
+impl vouch_cell::Observer for Terminal {
+    fn note(&self, message: &str) {
+        note(message);
+    }
+    fn warning(&self, message: &str) {
+        annotate_warning(message);
+    }
+    fn secret(&self, value: &str) {
+        mask(value);
+    }
+    fn step(&self, label: &str) -> Box<dyn vouch_cell::Step> {
+        Box::new(spinner(label))
+    }
+}

@@ -97,7 +97,7 @@ pub struct Repair {
     pub exclude: Vec<String>,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, serde::Deserialize)]
 pub struct RepairOutcome {
     pub ran: bool,
     pub detail: String,

@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use crate::{GatewayUrl, UrlError};
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Tool {
     Ccache,
@@ -78,7 +78,7 @@ pub fn tool_env(
 }
 
 /// The compiler cache's own counters, as it reports them.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, serde::Deserialize)]
 pub struct ToolStats {
     pub tool: Tool,
     pub hits: Option<u64>,

@@ -110,7 +110,7 @@ fn entries_json(entries: &BTreeMap<String, Entry>) -> Vec<u8> {
 }
 
 /// How a check went.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Checked {
     pub files: usize,
     /// Files whose identity matched the record (not re-read).

@@ -5,18 +5,23 @@
 //! API host: redirects are followed by hand, without credentials, and URLs are logged without
 //! their query (download URLs carry short-lived signatures there).
 
-use std::io::Write as _;
+mod models;
+
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use futures_util::StreamExt as _;
 use secrecy::{ExposeSecret as _, SecretString};
+use serde::de::DeserializeOwned;
 use serde_json::Value;
+use vouch_http::{HttpError, Redirects};
+
+pub use models::{Artifact, PullRequestRef, Repository, Run, RunRef, Workflow};
+pub use vouch_http::{Download, ProgressFn, redact};
 
 pub const API_VERSION: &str = "2022-11-28";
-const MAX_ATTEMPTS: u32 = 4;
-const MAX_WAIT: Duration = Duration::from_secs(60);
+/// Pages of the artifact listing followed at most (100 artifacts each).
+const MAX_PAGES: usize = 20;
 
 #[derive(Debug, thiserror::Error)]
 pub enum GithubError {
@@ -28,83 +33,33 @@ pub enum GithubError {
     },
     #[error("artifact {id} has expired (HTTP 410); it can no longer be downloaded")]
     Expired { id: u64 },
-    #[error("GET {url}: gave up after {attempts} attempts: {last}")]
-    Exhausted {
-        url: String,
-        attempts: u32,
-        last: String,
-    },
     #[error("GET {url}: {reason}")]
     Protocol { url: String, reason: String },
-    #[error("writing the download to {path:?}")]
-    Io {
-        path: std::path::PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    #[error("cannot build the HTTP client")]
-    Client(#[source] reqwest::Error),
+    #[error(transparent)]
+    Http(#[from] HttpError),
     #[error(
         "API URL {0}: plain http is only allowed on loopback (the token would travel in clear)"
     )]
     InsecureApi(String),
 }
 
-/// A URL safe to log: no query string, no userinfo.
-pub fn redact(url: &str) -> String {
-    match url::Url::parse(url) {
-        Ok(mut u) => {
-            u.set_query(None);
-            let _ = u.set_username("");
-            let _ = u.set_password(None);
-            u.to_string()
-        }
-        Err(_) => "<unparseable url>".into(),
-    }
-}
-
 pub struct GithubClient {
     api: String,
     token: Option<SecretString>,
-    http: reqwest::Client,
+    http: vouch_http::Client,
     calls: AtomicU64,
     /// Plain-http redirect targets are accepted only on loopback (the tests' fake server).
     allow_http_loopback: bool,
-    /// Called as download bytes arrive (bytes so far, expected total), e.g. to draw a bar.
     progress: Option<ProgressFn>,
-}
-
-/// `(bytes so far, expected total)`.
-pub type ProgressFn = std::sync::Arc<dyn Fn(u64, Option<u64>) + Send + Sync>;
-
-/// What a successful download produced.
-#[derive(Debug)]
-pub struct Download {
-    pub bytes: u64,
-    pub sha256: vouch_core::Sha256Digest,
-}
-
-fn is_loopback(u: &url::Url) -> bool {
-    match u.host() {
-        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
-        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
-        Some(url::Host::Domain(d)) => d == "localhost",
-        None => false,
-    }
 }
 
 impl GithubClient {
     pub fn new(api_url: &str, token: Option<SecretString>) -> Result<Self, GithubError> {
-        let http = reqwest::Client::builder()
-            .redirect(reqwest::redirect::Policy::none())
-            .user_agent(concat!("vouch/", env!("CARGO_PKG_VERSION")))
-            .connect_timeout(Duration::from_secs(15))
-            .timeout(Duration::from_secs(600))
-            .build()
-            .map_err(GithubError::Client)?;
+        // Redirects are followed by hand: the token must not travel to the blob store.
+        let http = vouch_http::Client::new(Redirects::Manual, Duration::from_secs(600))?;
         let api = api_url.trim_end_matches('/').to_owned();
-        let allow_http_loopback =
-            url::Url::parse(&api).is_ok_and(|u| u.scheme() == "http" && is_loopback(&u));
+        let allow_http_loopback = url::Url::parse(&api)
+            .is_ok_and(|u| u.scheme() == "http" && vouch_http::is_loopback(&u));
         if !api.starts_with("https://") && !allow_http_loopback {
             return Err(GithubError::InsecureApi(redact(&api)));
         }
@@ -124,98 +79,28 @@ impl GithubClient {
         self
     }
 
-    /// API requests made so far (downloads from the redirect target not included).
+    /// API requests made so far, retries included (downloads from the redirect target not
+    /// included).
     pub fn api_calls(&self) -> u64 {
         self.calls.load(Ordering::Relaxed)
     }
 
-    fn api_request(&self, url: &str) -> reqwest::RequestBuilder {
-        let mut req = self
+    /// A GET on the API host, with the token; every attempt counts as a call.
+    async fn api_get(&self, url: &str) -> Result<reqwest::Response, GithubError> {
+        Ok(self
             .http
-            .get(url)
-            .header("Accept", "application/vnd.github+json")
-            .header("X-GitHub-Api-Version", API_VERSION);
-        if let Some(t) = &self.token {
-            req = req.bearer_auth(t.expose_secret());
-        }
-        req
-    }
-
-    /// How long to wait before retrying `resp`, or `None` when it must not be retried.
-    fn retry_delay(resp: &reqwest::Response, attempt: u32) -> Option<Duration> {
-        let status = resp.status().as_u16();
-        let header = |name: &str| {
-            resp.headers()
-                .get(name)
-                .and_then(|v| v.to_str().ok())
-                .map(str::to_owned)
-        };
-        let backoff = Duration::from_millis(250 * 2u64.pow(attempt));
-        match status {
-            429 | 403 => {
-                if let Some(secs) = header("retry-after").and_then(|v| v.parse::<u64>().ok()) {
-                    return Some(Duration::from_secs(secs).min(MAX_WAIT));
-                }
-                if header("x-ratelimit-remaining").as_deref() == Some("0") {
-                    let reset = header("x-ratelimit-reset").and_then(|v| v.parse::<u64>().ok())?;
-                    let now = std::time::SystemTime::now()
-                        .duration_since(std::time::UNIX_EPOCH)
-                        .ok()?
-                        .as_secs();
-                    return Some(Duration::from_secs(reset.saturating_sub(now) + 1).min(MAX_WAIT));
-                }
-                (status == 429).then_some(backoff)
-            }
-            500..=599 => Some(backoff),
-            _ => None,
-        }
-    }
-
-    async fn get(&self, url: &str, count_as_api: bool) -> Result<reqwest::Response, GithubError> {
-        let mut last = String::new();
-        for attempt in 0..MAX_ATTEMPTS {
-            if count_as_api {
+            .get_with(url, |c| {
                 self.calls.fetch_add(1, Ordering::Relaxed);
-            }
-            tracing::debug!(url = %redact(url), attempt, "GET");
-            let resp = if count_as_api {
-                self.api_request(url)
-            } else {
-                self.http.get(url)
-            };
-            match resp.send().await {
-                Ok(r)
-                    if r.status().is_success()
-                        || r.status().is_redirection()
-                        || r.status().as_u16() == 410
-                        || r.status().as_u16() == 404 =>
-                {
-                    return Ok(r);
+                let mut req = c
+                    .get(url)
+                    .header("Accept", "application/vnd.github+json")
+                    .header("X-GitHub-Api-Version", API_VERSION);
+                if let Some(t) = &self.token {
+                    req = req.bearer_auth(t.expose_secret());
                 }
-                Ok(r) => match Self::retry_delay(&r, attempt) {
-                    Some(wait) if attempt + 1 < MAX_ATTEMPTS => {
-                        tracing::info!(url = %redact(url), status = r.status().as_u16(), wait_ms = wait.as_millis() as u64, "retrying");
-                        last = format!("HTTP {}", r.status().as_u16());
-                        tokio::time::sleep(wait).await;
-                    }
-                    Some(_) => last = format!("HTTP {}", r.status().as_u16()),
-                    None => return Ok(r),
-                },
-                Err(e) => {
-                    last = if e.is_timeout() {
-                        "timed out".into()
-                    } else {
-                        "connection failed".into()
-                    };
-                    tokio::time::sleep(Duration::from_millis(250 * 2u64.pow(attempt))).await;
-                }
-            }
-        }
-        Err(GithubError::Exhausted {
-            url: redact(url),
-            attempts: MAX_ATTEMPTS,
-            last,
-        })
+                req
+            })
+            .await?)
     }
 
     async fn get_json(&self, path: &str) -> Result<(Value, Option<String>), GithubError> {
@@ -224,7 +109,7 @@ impl GithubClient {
         } else {
             format!("{}{path}", self.api)
         };
-        let resp = self.get(&url, true).await?;
+        let resp = self.api_get(&url).await?;
         let status = resp.status().as_u16();
         if !resp.status().is_success() {
             let detail = resp
@@ -251,35 +136,39 @@ impl GithubClient {
         Ok((value, next))
     }
 
-    /// `GET /repos/{repo}/actions/workflows/{file}` -> the workflow's id.
-    pub async fn workflow_id(&self, repo: &str, file: &str) -> Result<u64, GithubError> {
-        let file = file.rsplit('/').next().unwrap_or(file);
-        let path = format!("/repos/{repo}/actions/workflows/{file}");
-        let (v, _) = self.get_json(&path).await?;
-        v["id"].as_u64().ok_or_else(|| GithubError::Protocol {
-            url: path,
-            reason: "no numeric `id`".into(),
-        })
+    /// Reads one object of the API's shape, naming the URL and the field when it is not.
+    async fn get_typed<T: DeserializeOwned>(&self, path: &str) -> Result<T, GithubError> {
+        let (v, _) = self.get_json(path).await?;
+        parse(v, || format!("{}{path}", self.api))
     }
 
-    /// All artifacts with exactly this name (following `Link: rel="next"`).
-    pub async fn artifacts_named(&self, repo: &str, name: &str) -> Result<Vec<Value>, GithubError> {
+    /// `GET /repos/{repo}/actions/workflows/{file}`.
+    pub async fn workflow(&self, repo: &str, file: &str) -> Result<Workflow, GithubError> {
+        let file = file.rsplit('/').next().unwrap_or(file);
+        self.get_typed(&format!("/repos/{repo}/actions/workflows/{file}"))
+            .await
+    }
+
+    /// All artifacts with exactly this name (following `Link: rel="next"`). Entries of other
+    /// names are skipped unread; a matching entry that is malformed is an error.
+    pub async fn artifacts_named(
+        &self,
+        repo: &str,
+        name: &str,
+    ) -> Result<Vec<Artifact>, GithubError> {
         let mut url = format!(
             "{}/repos/{repo}/actions/artifacts?name={}&per_page=100",
             self.api,
             urlencode(name)
         );
         let mut out = Vec::new();
-        for _ in 0..20 {
+        for _ in 0..MAX_PAGES {
             let (v, next) = self.get_json(&url).await?;
-            out.extend(
-                v["artifacts"]
-                    .as_array()
-                    .cloned()
-                    .unwrap_or_default()
-                    .into_iter()
-                    .filter(|a| a["name"] == name),
-            );
+            for a in v["artifacts"].as_array().cloned().unwrap_or_default() {
+                if a["name"] == name {
+                    out.push(parse(a, || url.clone())?);
+                }
+            }
             match next {
                 // The token goes with the request: follow only links on the API's own origin.
                 Some(n) if same_origin(&n, &self.api) => url = n,
@@ -295,11 +184,10 @@ impl GithubClient {
         Ok(out)
     }
 
-    pub async fn run(&self, repo: &str, id: u64) -> Result<Value, GithubError> {
-        Ok(self
-            .get_json(&format!("/repos/{repo}/actions/runs/{id}"))
-            .await?
-            .0)
+    /// `GET /repos/{repo}/actions/runs/{id}`.
+    pub async fn run(&self, repo: &str, id: u64) -> Result<Run, GithubError> {
+        self.get_typed(&format!("/repos/{repo}/actions/runs/{id}"))
+            .await
     }
 
     /// Downloads artifact `id`'s zip to `dest` (which must not exist), following the redirect
@@ -312,7 +200,7 @@ impl GithubClient {
         max_bytes: u64,
     ) -> Result<Download, GithubError> {
         let url = format!("{}/repos/{repo}/actions/artifacts/{id}/zip", self.api);
-        let resp = self.get(&url, true).await?;
+        let resp = self.api_get(&url).await?;
         let status = resp.status().as_u16();
         if status == 410 {
             return Err(GithubError::Expired { id });
@@ -337,14 +225,16 @@ impl GithubClient {
             url: redact(&url),
             reason: "unparseable Location".into(),
         })?;
-        if target.scheme() != "https" && !(self.allow_http_loopback && is_loopback(&target)) {
+        if target.scheme() != "https"
+            && !(self.allow_http_loopback && vouch_http::is_loopback(&target))
+        {
             return Err(GithubError::Protocol {
                 url: redact(&location),
                 reason: "refusing a non-https download URL".into(),
             });
         }
         // No Authorization here: the blob store is another host, and the URL is its own credential.
-        let resp = self.get(&location, false).await?;
+        let resp = self.http.get(&location).await?;
         if !resp.status().is_success() {
             return Err(GithubError::Status {
                 url: redact(&location),
@@ -352,55 +242,22 @@ impl GithubClient {
                 detail: String::new(),
             });
         }
-        let expected = resp.content_length();
-        let io = |source| GithubError::Io {
-            path: dest.to_owned(),
-            source,
-        };
-        // The caller names a fresh path in its own directory: never open what is already there.
-        let mut file = std::fs::File::create_new(dest).map_err(io)?;
-        let mut hasher = vouch_core::Sha256Hasher::new();
-        let mut bytes = 0u64;
-        let mut stream = resp.bytes_stream();
-        while let Some(chunk) = stream.next().await {
-            let chunk = chunk.map_err(|e| GithubError::Protocol {
-                url: redact(&location),
-                reason: format!(
-                    "download interrupted: {}",
-                    if e.is_timeout() {
-                        "timed out"
-                    } else {
-                        "connection error"
-                    }
-                ),
-            })?;
-            bytes += chunk.len() as u64;
-            if bytes > max_bytes {
-                return Err(GithubError::Protocol {
-                    url: redact(&location),
-                    reason: format!("download exceeds {max_bytes} bytes"),
-                });
-            }
-            hasher.update(&chunk);
-            file.write_all(&chunk).map_err(io)?;
-            if let Some(report) = &self.progress {
-                report(bytes, expected);
-            }
-        }
-        if let Some(n) = expected
-            && n != bytes
-        {
-            return Err(GithubError::Protocol {
-                url: redact(&location),
-                reason: format!("truncated download: {bytes} of {n} bytes"),
-            });
-        }
-        file.sync_all().map_err(io)?;
-        Ok(Download {
-            bytes,
-            sha256: hasher.finish(),
-        })
+        Ok(vouch_http::save(
+            resp,
+            &location,
+            dest,
+            Some(max_bytes),
+            self.progress.as_ref(),
+        )
+        .await?)
     }
+}
+
+fn parse<T: DeserializeOwned>(v: Value, url: impl FnOnce() -> String) -> Result<T, GithubError> {
+    serde_json::from_value(v).map_err(|e| GithubError::Protocol {
+        url: redact(&url()),
+        reason: format!("unexpected answer: {e}"),
+    })
 }
 
 fn same_origin(a: &str, b: &str) -> bool {
@@ -440,17 +297,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn links_and_redaction() {
+    fn links() {
         let h = r#"<https://api.github.com/repositories/1/actions/artifacts?page=2>; rel="next", <https://api.github.com/repositories/1/actions/artifacts?page=5>; rel="last""#;
         assert_eq!(
             next_link(h).unwrap(),
             "https://api.github.com/repositories/1/actions/artifacts?page=2"
         );
         assert_eq!(next_link(r#"<https://x/?page=1>; rel="prev""#), None);
-        assert_eq!(
-            redact("https://blob.example/x.zip?sig=SECRET&se=1"),
-            "https://blob.example/x.zip"
-        );
-        assert_eq!(redact("https://user:pw@h/p"), "https://h/p");
     }
 }

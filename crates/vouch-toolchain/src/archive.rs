@@ -1,7 +1,7 @@
 //! Unpacking wheels and redistributable archives into the toolkit tree, refusing any member
 //! that would land outside it.
 
-use std::io::{Read, Write as _};
+use std::io::Read;
 use std::path::{Component as PathComponent, Path, PathBuf};
 
 use crate::{ToolchainError, io};
@@ -144,80 +144,31 @@ pub fn unpack_tar(archive: &Path, label: &str, tree: &Path) -> Result<(), Toolch
     Ok(())
 }
 
-/// Streams `url` to `dest`. Plain http only for loopback (tests); never follows a redirect to
-/// plain http elsewhere.
+/// Streams `url` to `dest` through the shared retrying client. Plain http only for loopback
+/// (tests); a redirect to plain http elsewhere is refused.
 pub fn download(
     url: &str,
     dest: &Path,
     progress: Option<&crate::ProgressFn>,
 ) -> Result<(), ToolchainError> {
-    let loopback = |u: &reqwest::Url| {
-        matches!(
-            u.host_str(),
-            Some("127.0.0.1") | Some("localhost") | Some("[::1]")
-        )
+    let failed = |source| ToolchainError::Download {
+        url: vouch_core::redact::redact_userinfo(url),
+        source,
     };
-    let policy = reqwest::redirect::Policy::custom(move |attempt| {
-        if attempt.url().scheme() == "https" || loopback(attempt.url()) {
-            attempt.follow()
-        } else {
-            attempt.stop()
-        }
-    });
-    let client = reqwest::blocking::Client::builder()
-        .redirect(policy)
-        .timeout(std::time::Duration::from_secs(1800))
-        .build()
-        .map_err(|source| ToolchainError::Download {
-            url: vouch_core::redact::redact_userinfo(url),
-            source: source.without_url(),
-        })?;
     tracing::info!(
         url = %vouch_core::redact::redact_userinfo(url),
         "downloading toolkit archive"
     );
-    let mut resp = client
-        .get(url)
-        .send()
-        .and_then(|r| r.error_for_status())
-        .map_err(|source| ToolchainError::Download {
-            url: vouch_core::redact::redact_userinfo(url),
-            source: source.without_url(),
-        })?;
-    if resp.url().scheme() != "https" && !loopback(resp.url()) {
-        return Err(ToolchainError::Transfer {
-            url: vouch_core::redact::redact_userinfo(url),
-            message: "served over plain http (https is required off loopback)".to_owned(),
-        });
-    }
-    let total = resp.content_length();
-    let mut out = std::fs::File::create(dest).map_err(io(dest))?;
-    let mut buf = vec![0u8; 1 << 20];
-    let mut done = 0u64;
-    loop {
-        let n = resp.read(&mut buf).map_err(|e| ToolchainError::Transfer {
-            url: vouch_core::redact::redact_userinfo(url),
-            message: format!("interrupted after {done} bytes: {e}"),
-        })?;
-        if n == 0 {
-            break;
-        }
-        out.write_all(&buf[..n]).map_err(io(dest))?;
-        done += n as u64;
-        if let Some(report) = progress {
-            report(done, total);
-        }
-    }
-    // A short body is caught here, before the sha256 check would report it as a mismatch.
-    if let Some(expected) = total
-        && expected != done
-    {
-        return Err(ToolchainError::Transfer {
-            url: vouch_core::redact::redact_userinfo(url),
-            message: format!("truncated: got {done} of {expected} bytes"),
-        });
-    }
-    out.flush().map_err(io(dest))?;
+    vouch_http::block_on(async {
+        let client = vouch_http::Client::new(
+            vouch_http::Redirects::FollowSecure,
+            std::time::Duration::from_secs(1800),
+        )?;
+        let resp = client.get(url).await?;
+        vouch_http::save(resp, url, dest, None, progress).await
+    })
+    .and_then(|r| r)
+    .map_err(failed)?;
     Ok(())
 }
 

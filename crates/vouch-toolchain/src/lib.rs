@@ -56,7 +56,7 @@ pub enum ToolchainError {
     Download {
         url: String,
         #[source]
-        source: reqwest::Error,
+        source: vouch_http::HttpError,
     },
     #[error("{what} exited with {status}:\n{output_tail}")]
     Command {
@@ -92,8 +92,6 @@ pub enum ToolchainError {
     Empty,
     #[error("toolkit layout: {0}")]
     Layout(String),
-    #[error("downloading {url}: {message}")]
-    Transfer { url: String, message: String },
     #[error("building the lib{name}.so stub failed (a C compiler is needed):\n{output_tail}")]
     Stub { name: String, output_tail: String },
     #[error("sealing the installed toolkit")]
@@ -132,7 +130,7 @@ struct Manifest {
 }
 
 /// An installed toolkit.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Installed {
     /// What `CUDA_PATH` should be.
     pub cuda_path: PathBuf,
@@ -486,7 +484,7 @@ fn install_archives(
     let mut components = Vec::new();
     for (i, a) in req.spec.archives.iter().enumerate() {
         // The name from the URL's path: a query (`?sig=...`) is not part of it.
-        let file_name = reqwest::Url::parse(&a.url)
+        let file_name = url::Url::parse(&a.url)
             .ok()
             .and_then(|u| u.path_segments()?.next_back().map(str::to_owned))
             .or_else(|| a.url.rsplit('/').next().map(str::to_owned))

@@ -1,39 +1,12 @@
 //! `vouch workflows generate|check`: the GitHub Actions workflows a profile's matrix needs.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::ExitCode;
 
-use clap::{Args, Subcommand};
 use vouch_profile::Profile;
 
+use crate::cli::{WorkflowsArgs, WorkflowsCommand};
 use crate::output;
-
-#[derive(Subcommand, Debug)]
-pub enum WorkflowsCommand {
-    /// Write the trigger, build and dispatch workflows for the profile.
-    Generate(WorkflowsArgs),
-    /// Exit 1 (printing a diff) when the workflows on disk are not what `generate` writes, or
-    /// when they break a trust rule.
-    Check(WorkflowsArgs),
-}
-
-#[derive(Args, Debug)]
-pub struct WorkflowsArgs {
-    /// The profile, as the workflows pass it to `vouch plan` and `vouch build` (a path relative
-    /// to the repository root).
-    #[arg(long, default_value = "vouch.toml", value_name = "FILE")]
-    pub profile: PathBuf,
-    /// The workflows directory.
-    #[arg(long, default_value = ".github/workflows", value_name = "DIR")]
-    pub out: PathBuf,
-    /// The vouch version the workflows install [default: the profile's `workflows.version`].
-    #[arg(long, value_name = "VERSION")]
-    pub vouch_version: Option<String>,
-    /// sha256 of a vouch wheel of that version, once per platform wheel [default: the
-    /// profile's `workflows.sha256`].
-    #[arg(long = "vouch-sha256", value_name = "HEX")]
-    pub vouch_sha256: Vec<String>,
-}
 
 fn generated(args: &WorkflowsArgs) -> anyhow::Result<Vec<vouch_workflows::GeneratedFile>> {
     let profile = Profile::load(&args.profile)?;
@@ -43,7 +16,7 @@ fn generated(args: &WorkflowsArgs) -> anyhow::Result<Vec<vouch_workflows::Genera
         .clone()
         .or_else(|| spec.as_ref().map(|s| s.version.clone()))
         .ok_or_else(|| {
-            crate::verify_cmd::UsageError(format!(
+            crate::common::UsageError(format!(
                 "no vouch version: pass --vouch-version or set `[workflows] version` in {:?}",
                 args.profile
             ))

@@ -7,12 +7,13 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 
-use crate::cli::{DemoArgs, build_options};
+use crate::cli::DemoArgs;
+use crate::common::build_options;
 use crate::{exit, output};
 
 macro_rules! sample_files {
     ($($path:literal),* $(,)?) => {
-        &[$(($path, include_bytes!(concat!("../pyproject-templates/sample/", $path)) as &[u8])),*]
+        &[$(($path, include_bytes!(concat!("../../pyproject-templates/sample/", $path)) as &[u8])),*]
     };
 }
 
@@ -110,10 +111,8 @@ fn publish_and_install(
         root: vouch_verify::TrustRootSource::Production,
         runner: Some("local".into()),
     };
-    let source = vouch_fetch::Source::Store(vouch_fetch::LocalStore { root: store });
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
+    let source = vouch_fetch::LocalStore { root: store };
+    let rt = crate::common::runtime()?;
     let report = rt.block_on(vouch_fetch::fetch(
         &source,
         &exp,
@@ -121,7 +120,7 @@ fn publish_and_install(
         &scratch.join("fetched"),
     ))?;
     let py = venv.join("bin/python");
-    crate::fetch_cmd::pip_install_verified(&py, &report, scratch, &["-q".to_owned()])?;
+    vouch_fetch::pip_install_verified(&py, &report, scratch, &["-q".to_owned()])?;
     let out = std::process::Command::new(&py)
         .args(["-c", "import vouch_sample; print(vouch_sample.greeting())"])
         .output()?;
@@ -164,8 +163,8 @@ fn sign_and_cross_verify(
     );
     let bundle = vouch_attest::sign_with_key(&statement, &key)?;
     let bundle_path = out_root.join(format!("{name}.sigstore.json"));
-    crate::attest_cmd::write_atomically(&bundle_path, bundle.to_json_pretty()?.as_bytes())?;
-    crate::attest_cmd::write_atomically(&out_root.join("demo-key.pub"), public.as_bytes())?;
+    crate::common::write_atomically(&bundle_path, bundle.to_json_pretty()?.as_bytes())?;
+    crate::common::write_atomically(&out_root.join("demo-key.pub"), public.as_bytes())?;
 
     let evidence =
         vouch_verify::parse_evidence(&std::fs::read_to_string(&bundle_path)?, "the demo bundle")?;

@@ -3,12 +3,11 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use anyhow::Context as _;
 use clap::Args;
 use secrecy::SecretString;
 use vouch_core::{ArtifactName, Platform, PythonVersion};
 use vouch_fetch::{
-    Expectation, FetchError, FetchReport, RejectKind, RunInfo, Source, Trust, VerifyConfig,
+    ArtifactSource, Expectation, FetchError, FetchReport, RejectKind, RunInfo, Trust, VerifyConfig,
 };
 use vouch_verify::TrustRootSource;
 
@@ -81,13 +80,6 @@ pub const DEFAULT_API_URL: &str = "https://api.github.com";
 
 /// The events vouch builds under (see `vouch plan --event`), so the only ones a fetch can find.
 const FETCH_EVENTS: &[&str] = &["push", "pull_request", "workflow_dispatch", "schedule"];
-/// What `--from-flexci` reads.
-const FLEXCI_VARS: &[&str] = &[
-    "FLEXCI_BRANCH",
-    "FLEXCI_REFERENCE_COMMIT_ID",
-    "FLEXCI_COMMIT_ID",
-];
-
 /// A `--token-file`'s token, read while the command line is parsed.
 #[derive(Clone, Debug)]
 pub struct TokenFile {
@@ -159,60 +151,22 @@ pub struct PublishCmd {
     pub pr: Option<u64>,
 }
 
-fn git(args: &[&str]) -> Option<String> {
-    let out = std::process::Command::new("git").args(args).output().ok()?;
-    out.status
-        .success()
-        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned())
-}
-
-/// The commit under test on FlexCI, and where it came from; for a merge commit checkout, its
-/// second parent (the head).
-fn flexci_commit() -> (Option<String>, &'static str) {
-    for var in ["FLEXCI_REFERENCE_COMMIT_ID", "FLEXCI_COMMIT_ID"] {
-        if let Ok(v) = std::env::var(var)
-            && !v.is_empty()
-        {
-            return (Some(v), var);
-        }
-    }
-    let head = git(&["rev-list", "--parents", "-n", "1", "HEAD"]).map(|parents| {
-        let ids: Vec<&str> = parents.split_whitespace().collect();
-        if ids.len() == 3 { ids[2] } else { ids[0] }.to_owned()
-    });
-    (head, "the checkout's HEAD")
-}
-
 impl FetchArgs {
     fn expectation(&self) -> anyhow::Result<Expectation> {
-        let usage = |m: String| crate::verify_cmd::UsageError(m);
+        let usage = |m: String| crate::common::UsageError(m);
         let (mut event, mut pr, mut sha) = (self.event.clone(), self.pr, self.sha.clone());
         let mut sha_from = "--sha";
         if self.from_flexci {
-            let set: Vec<&str> = FLEXCI_VARS
-                .iter()
-                .copied()
-                .filter(|v| std::env::var_os(v).is_some_and(|x| !x.is_empty()))
-                .collect();
-            if set.is_empty() {
+            let Some(job) = vouch_fetch::flexci::FlexciJob::detect() else {
                 anyhow::bail!(usage(format!(
                     "--from-flexci: none of {} is set; is this a FlexCI job? (elsewhere give --event, --sha and --pr)",
-                    FLEXCI_VARS.join(", ")
+                    vouch_fetch::flexci::VARS.join(", ")
                 )));
-            }
-            let branch = std::env::var("FLEXCI_BRANCH").unwrap_or_default();
-            let n = branch
-                .strip_prefix("refs/pull/")
-                .and_then(|r| r.split('/').next())
-                .and_then(|n| n.parse::<u64>().ok());
-            pr = pr.or(n);
-            event = event.or(Some(
-                if n.is_some() { "pull_request" } else { "push" }.into(),
-            ));
+            };
+            pr = pr.or(job.pr);
+            event = event.or(Some(job.event().into()));
             if sha.is_none() {
-                let (value, from) = flexci_commit();
-                sha = value;
-                sha_from = from;
+                (sha, sha_from) = job.commit();
             }
         }
         let repo = self
@@ -297,16 +251,16 @@ impl FetchArgs {
         None
     }
 
-    fn source(&self, spinner: &output::Spinner) -> anyhow::Result<Source> {
+    fn source(&self, spinner: &output::Spinner) -> anyhow::Result<Box<dyn ArtifactSource>> {
         Ok(match &self.store {
-            Some(dir) => Source::Store(vouch_fetch::LocalStore { root: dir.clone() }),
+            Some(dir) => Box::new(vouch_fetch::LocalStore { root: dir.clone() }),
             None => {
                 let api = self.api_url.as_deref().unwrap_or(DEFAULT_API_URL);
                 let mut client = vouch_github::GithubClient::new(api, self.token())?;
                 if let Some(f) = spinner.bytes_progress() {
                     client = client.with_progress(f);
                 }
-                Source::Github(client)
+                Box::new(client)
             }
         })
     }
@@ -314,7 +268,7 @@ impl FetchArgs {
     fn verify_config(&self) -> anyhow::Result<VerifyConfig> {
         let trust = match &self.key {
             // A wrong file must fail here, not after the API calls and the download.
-            Some(k) => Trust::Key(crate::verify_cmd::read_public_key(k)?),
+            Some(k) => Trust::Key(crate::commands::verify::read_public_key(k)?),
             None => Trust::Keyless,
         };
         let root = match (&self.trust_root, self.staging) {
@@ -352,7 +306,9 @@ pub(crate) fn failure_status(e: &FetchError) -> Status {
             },
             None => Status::NoRun,
         },
-        FetchError::Github(_) | FetchError::Store { .. } => Status::Download,
+        FetchError::Github(_) | FetchError::Store { .. } | FetchError::Source { .. } => {
+            Status::Download
+        }
         FetchError::Trust(e) => verify_status(e.kind),
         FetchError::Io { .. } => Status::Io,
     }
@@ -367,10 +323,8 @@ fn do_fetch(args: &FetchArgs, out: &Path) -> anyhow::Result<FetchReport> {
     ));
     let spinner = output::spinner(format!("fetching {}", exp.artifact_name));
     let source = args.source(&spinner)?;
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
-    let fetched = rt.block_on(vouch_fetch::fetch(&source, &exp, &cfg, out));
+    let rt = crate::common::runtime()?;
+    let fetched = rt.block_on(vouch_fetch::fetch(source.as_ref(), &exp, &cfg, out));
     drop(spinner);
     match fetched {
         Ok(r) => Ok(r),
@@ -457,7 +411,7 @@ pub fn install(cmd: InstallCmd) -> anyhow::Result<ExitCode> {
         .clone()
         .unwrap_or_else(|| scratch.path().join("wheels"));
     let report = do_fetch(&cmd.fetch, &out)?;
-    pip_install_verified(&cmd.python, &report, scratch.path(), &cmd.pip_args)?;
+    vouch_fetch::pip_install_verified(&cmd.python, &report, scratch.path(), &cmd.pip_args)?;
     if cmd.fetch.json {
         output::json(&serde_json::json!({ "installed": true, "fetch": report }));
     } else {
@@ -468,63 +422,6 @@ pub fn install(cmd: InstallCmd) -> anyhow::Result<ExitCode> {
         ));
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// `pip install --no-deps --require-hashes` of exactly the verified files, each pinned to the
-/// digest that was verified, with no GitHub token in pip's environment.
-pub fn pip_install_verified(
-    python: &Path,
-    report: &FetchReport,
-    scratch: &Path,
-    pip_args: &[String],
-) -> anyhow::Result<()> {
-    let mut req = String::new();
-    for w in &report.wheels {
-        let name = w
-            .path
-            .file_name()
-            .and_then(|n| n.to_str())
-            .unwrap_or_default();
-        let dist = name.split('-').next().unwrap_or(name);
-        // An absolute, percent-encoded URL: a relative --out or a `#` in a path must not change
-        // what pip reads.
-        let abs =
-            std::path::absolute(&w.path).with_context(|| format!("resolving {:?}", w.path))?;
-        let url = url::Url::from_file_path(&abs)
-            .map_err(|()| anyhow::anyhow!("{abs:?} cannot be a file URL"))?;
-        req.push_str(&format!(
-            "{dist} @ {url} --hash=sha256:{}\n",
-            w.sha256.hex()
-        ));
-    }
-    let req_file = scratch.join("requirements.txt");
-    vouch_fs::write_atomically(&req_file, req.as_bytes(), vouch_fs::Mode::Private)
-        .with_context(|| format!("writing {req_file:?}"))?;
-    let mut pip = std::process::Command::new(python);
-    pip.args([
-        "-m",
-        "pip",
-        "install",
-        "--no-deps",
-        "--require-hashes",
-        "-r",
-    ])
-    .arg(&req_file)
-    .args(pip_args);
-    for var in ["GH_TOKEN", "GITHUB_TOKEN", "GH_TOKEN_FILE"] {
-        pip.env_remove(var);
-    }
-    let status = pip
-        .status()
-        .with_context(|| format!("running {} -m pip", python.display()))?;
-    if !status.success() {
-        return Err(FetchFailed {
-            status: Status::InstallFailed,
-            message: format!("pip install of the verified wheels failed ({status})"),
-        }
-        .into());
-    }
-    Ok(())
 }
 
 pub fn publish(cmd: PublishCmd) -> anyhow::Result<ExitCode> {

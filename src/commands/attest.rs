@@ -1,7 +1,7 @@
 //! `vouch attest` and `vouch keygen`.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context as _;
@@ -9,6 +9,7 @@ use clap::Args;
 use vouch_attest::{KeylessServices, RunContext, Subject, VouchClaims, statement_for};
 
 use crate::cli::Common;
+use crate::common::{hash_file, usage, write_atomically};
 use crate::output;
 
 #[derive(Args, Debug)]
@@ -112,8 +113,6 @@ pub struct ClaimArgs {
     #[arg(long, env = "SOURCE_DATE_EPOCH", value_name = "SECONDS")]
     pub source_date_epoch: Option<u64>,
 }
-
-use crate::verify_cmd::usage;
 
 fn check_sha(flag: &str, sha: &str) -> anyhow::Result<()> {
     if vouch_verify::is_commit_sha(sha) {
@@ -229,20 +228,6 @@ fn run_context(args: &ContextArgs, claims: &ClaimArgs) -> anyhow::Result<RunCont
     })
 }
 
-/// Streams a file through sha256; a FIFO or a directory is refused, never waited on.
-pub fn hash_file(path: &Path) -> anyhow::Result<vouch_core::Sha256Digest> {
-    let mut hasher = vouch_core::Sha256Hasher::new();
-    let mut f = vouch_verify::open_regular(path).with_context(|| format!("opening {path:?}"))?;
-    std::io::copy(&mut f, &mut hasher).with_context(|| format!("reading {path:?}"))?;
-    Ok(hasher.finish())
-}
-
-/// Writes a release file (0644) atomically through `vouch_fs`, the one output helper.
-pub fn write_atomically(path: &Path, data: &[u8]) -> anyhow::Result<()> {
-    vouch_fs::write_atomically(path, data, vouch_fs::Mode::Public)
-        .with_context(|| format!("writing {path:?}"))
-}
-
 pub fn run(args: AttestArgs) -> anyhow::Result<ExitCode> {
     let key_path = args.signer.strip_prefix("key:");
     if key_path.is_none() && args.signer != "sigstore" {
@@ -272,7 +257,7 @@ pub fn run(args: AttestArgs) -> anyhow::Result<ExitCode> {
     let mut subjects = Vec::new();
     for f in &args.files {
         let name = f.file_name().and_then(|n| n.to_str()).ok_or_else(|| {
-            crate::verify_cmd::UsageError(format!("{f:?}: a subject needs a UTF-8 file name"))
+            crate::common::UsageError(format!("{f:?}: a subject needs a UTF-8 file name"))
         })?;
         subjects.push(Subject::sha256(name, &hash_file(f)?));
     }
@@ -304,10 +289,7 @@ pub fn run(args: AttestArgs) -> anyhow::Result<ExitCode> {
                 .clone()
                 .unwrap_or_else(|| vouch_attest::sign::PRODUCTION_REKOR_URL.into()),
         };
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .context("starting the async runtime")?;
+        let rt = crate::common::runtime()?;
         rt.block_on(async {
             let token = match &args.oidc_token_file {
                 Some(f) => {
@@ -341,7 +323,7 @@ pub struct KeygenArgs {
 
 pub fn keygen(args: KeygenArgs) -> anyhow::Result<ExitCode> {
     if args.out.exists() {
-        anyhow::bail!(crate::verify_cmd::UsageError(format!(
+        anyhow::bail!(crate::common::UsageError(format!(
             "{:?} exists; refusing to overwrite a key",
             args.out
         )));

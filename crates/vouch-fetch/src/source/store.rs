@@ -1,18 +1,15 @@
-//! Where artifacts come from: GitHub's REST API, or a local directory laid out like it (the
-//! embedded default: the whole flow on one machine).
+//! A local directory laid out like the GitHub API (the embedded default: the whole flow on one
+//! machine), and `publish`, which writes it.
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
-use serde_json::{Value, json};
-use vouch_github::{Download, GithubClient};
+use serde::de::DeserializeOwned;
+use serde_json::json;
+use vouch_github::{Artifact, Download, Run, Workflow};
 
+use super::{ArtifactSource, BoxFuture};
 use crate::FetchError;
-
-pub enum Source {
-    Github(GithubClient),
-    Store(LocalStore),
-}
 
 /// `<root>/workflows/<file>.json`, `<root>/runs/<id>.json`, `<root>/artifacts/<id>.json` and
 /// `<root>/artifacts/<id>.zip`, with the GitHub API's shapes.
@@ -21,102 +18,104 @@ pub struct LocalStore {
 }
 
 impl LocalStore {
-    fn read_json(&self, rel: &str) -> Result<Value, FetchError> {
-        let path = self.root.join(rel);
-        let text = std::fs::read_to_string(&path).map_err(|e| FetchError::Store {
-            path: path.clone(),
+    fn read_value(&self, path: &Path) -> Result<serde_json::Value, FetchError> {
+        let text = std::fs::read_to_string(path).map_err(|e| FetchError::Store {
+            path: path.to_owned(),
             reason: e.to_string(),
         })?;
         serde_json::from_str(&text).map_err(|e| FetchError::Store {
-            path,
+            path: path.to_owned(),
             reason: format!("not JSON: {e}"),
+        })
+    }
+
+    fn read<T: DeserializeOwned>(&self, rel: &str) -> Result<T, FetchError> {
+        let path = self.root.join(rel);
+        let v = self.read_value(&path)?;
+        serde_json::from_value(v).map_err(|e| FetchError::Store {
+            path,
+            reason: format!("not in the GitHub API's shape: {e}"),
+        })
+    }
+
+    fn list(&self, name: &str) -> Result<Vec<Artifact>, FetchError> {
+        let dir = self.root.join("artifacts");
+        let listing = |e: std::io::Error| FetchError::Store {
+            path: dir.clone(),
+            reason: e.to_string(),
+        };
+        let mut out = Vec::new();
+        for e in std::fs::read_dir(&dir).map_err(listing)? {
+            let p = e.map_err(listing)?.path();
+            if p.extension().is_none_or(|x| x != "json") {
+                continue;
+            }
+            // Like the API's `?name=` filter: entries of other names are not parsed.
+            let v = self.read_value(&p)?;
+            if v["name"] == name {
+                out.push(serde_json::from_value(v).map_err(|e| FetchError::Store {
+                    path: p,
+                    reason: format!("not in the GitHub API's shape: {e}"),
+                })?);
+            }
+        }
+        Ok(out)
+    }
+
+    fn copy_zip(&self, id: u64, dest: &Path) -> Result<Download, FetchError> {
+        let from = self.root.join(format!("artifacts/{id}.zip"));
+        let data = std::fs::read(&from).map_err(|e| FetchError::Store {
+            path: from.clone(),
+            reason: e.to_string(),
+        })?;
+        // `dest` is a fresh name in fetch's own private directory: create it, never open
+        // something already there.
+        std::fs::File::create_new(dest)
+            .and_then(|mut f| f.write_all(&data))
+            .map_err(|e| FetchError::Io {
+                path: dest.to_owned(),
+                source: e,
+            })?;
+        Ok(Download {
+            bytes: data.len() as u64,
+            sha256: vouch_core::Sha256Digest::of(&data),
         })
     }
 }
 
-impl Source {
-    pub fn api_calls(&self) -> u64 {
-        match self {
-            Source::Github(c) => c.api_calls(),
-            Source::Store(_) => 0,
-        }
+impl ArtifactSource for LocalStore {
+    fn workflow<'a>(
+        &'a self,
+        _repo: &'a str,
+        path: &'a str,
+    ) -> BoxFuture<'a, Result<Workflow, FetchError>> {
+        let file = path.rsplit('/').next().unwrap_or(path);
+        let r = self.read(&format!("workflows/{file}.json"));
+        Box::pin(async move { r })
     }
 
-    pub async fn workflow_id(&self, repo: &str, workflow: &str) -> Result<u64, FetchError> {
-        match self {
-            Source::Github(c) => Ok(c.workflow_id(repo, workflow).await?),
-            Source::Store(s) => {
-                let file = workflow.rsplit('/').next().unwrap_or(workflow);
-                let v = s.read_json(&format!("workflows/{file}.json"))?;
-                v["id"].as_u64().ok_or_else(|| FetchError::Store {
-                    path: s.root.join("workflows"),
-                    reason: format!("{file}: no id"),
-                })
-            }
-        }
+    fn artifacts_named<'a>(
+        &'a self,
+        _repo: &'a str,
+        name: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<Artifact>, FetchError>> {
+        let r = self.list(name);
+        Box::pin(async move { r })
     }
 
-    pub async fn artifacts_named(&self, repo: &str, name: &str) -> Result<Vec<Value>, FetchError> {
-        match self {
-            Source::Github(c) => Ok(c.artifacts_named(repo, name).await?),
-            Source::Store(s) => {
-                let dir = s.root.join("artifacts");
-                let mut out = Vec::new();
-                for e in std::fs::read_dir(&dir).map_err(|e| FetchError::Store {
-                    path: dir.clone(),
-                    reason: e.to_string(),
-                })? {
-                    let p = e
-                        .map_err(|e| FetchError::Store {
-                            path: dir.clone(),
-                            reason: e.to_string(),
-                        })?
-                        .path();
-                    if p.extension().is_some_and(|x| x == "json") {
-                        let v = s.read_json(&format!(
-                            "artifacts/{}",
-                            p.file_name().expect("listed").to_string_lossy()
-                        ))?;
-                        if v["name"] == name {
-                            out.push(v);
-                        }
-                    }
-                }
-                Ok(out)
-            }
-        }
+    fn run<'a>(&'a self, _repo: &'a str, id: u64) -> BoxFuture<'a, Result<Run, FetchError>> {
+        let r = self.read(&format!("runs/{id}.json"));
+        Box::pin(async move { r })
     }
 
-    pub async fn run(&self, repo: &str, id: u64) -> Result<Value, FetchError> {
-        match self {
-            Source::Github(c) => Ok(c.run(repo, id).await?),
-            Source::Store(s) => s.read_json(&format!("runs/{id}.json")),
-        }
-    }
-
-    pub async fn download(&self, repo: &str, id: u64, dest: &Path) -> Result<Download, FetchError> {
-        match self {
-            Source::Github(c) => Ok(c.download_artifact(repo, id, dest, 8 << 30).await?),
-            Source::Store(s) => {
-                let from = s.root.join(format!("artifacts/{id}.zip"));
-                let data = std::fs::read(&from).map_err(|e| FetchError::Store {
-                    path: from.clone(),
-                    reason: e.to_string(),
-                })?;
-                // `dest` is a fresh name in fetch's own private directory: create it, never
-                // open something already there.
-                std::fs::File::create_new(dest)
-                    .and_then(|mut f| f.write_all(&data))
-                    .map_err(|e| FetchError::Io {
-                        path: dest.to_owned(),
-                        source: e,
-                    })?;
-                Ok(Download {
-                    bytes: data.len() as u64,
-                    sha256: vouch_core::Sha256Digest::of(&data),
-                })
-            }
-        }
+    fn download<'a>(
+        &'a self,
+        _repo: &'a str,
+        artifact: &'a Artifact,
+        dest: &'a Path,
+    ) -> BoxFuture<'a, Result<Download, FetchError>> {
+        let r = self.copy_zip(artifact.id, dest);
+        Box::pin(async move { r })
     }
 }
 

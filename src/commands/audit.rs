@@ -7,8 +7,8 @@ use anyhow::Context as _;
 use clap::Args;
 use vouch_audit::{Auditor, Verdict};
 
+use crate::commands::verify::PolicyArgs;
 use crate::output;
-use crate::verify_cmd::PolicyArgs;
 
 #[derive(Args, Debug)]
 pub struct AuditArgs {
@@ -33,7 +33,7 @@ pub fn audit(args: AuditArgs) -> anyhow::Result<ExitCode> {
         .iter()
         .find(|p| std::fs::symlink_metadata(p).is_err())
     {
-        anyhow::bail!(crate::verify_cmd::UsageError(format!(
+        anyhow::bail!(crate::common::UsageError(format!(
             "{missing:?} does not exist"
         )));
     }
@@ -151,8 +151,8 @@ pub fn rebuild(args: RebuildArgs) -> anyhow::Result<ExitCode> {
         .unwrap_or_default();
     let policy = args.policy.policy(Some(&vouch_audit::dist_name(&name)))?;
     let key_pem = args.policy.read_key()?;
-    let digest = crate::attest_cmd::hash_file(&args.wheel)?;
-    let text = crate::verify_cmd::read_regular_to_string(&args.bundle)?;
+    let digest = crate::common::hash_file(&args.wheel)?;
+    let text = crate::common::read_regular_to_string(&args.bundle)?;
     let evidence = vouch_verify::parse_evidence(&text, &args.bundle.display().to_string())?;
     let ev = evidence.first().ok_or_else(|| {
         vouch_verify::VerifyError::new(
@@ -178,7 +178,7 @@ pub fn rebuild(args: RebuildArgs) -> anyhow::Result<ExitCode> {
     let mut notes = Vec::new();
     match (git_head(&args.source), &commit) {
         (Some(head), Some(c)) if &head != c => {
-            anyhow::bail!(crate::verify_cmd::UsageError(format!(
+            anyhow::bail!(crate::common::UsageError(format!(
                 "{:?} is at commit {head}, the provenance names {c}; check out that commit",
                 args.source
             )))
@@ -195,7 +195,7 @@ pub fn rebuild(args: RebuildArgs) -> anyhow::Result<ExitCode> {
         .prefix("vouch-rebuild-")
         .tempdir()?;
     let mut options =
-        crate::cli::build_options(&args.source, &scratch.path().join("out"), epoch, &args.env)?;
+        crate::common::build_options(&args.source, &scratch.path().join("out"), epoch, &args.env)?;
     // A CUDA wheel reproduces only at its original build path: --work-dir (or
     // VOUCH_WORK_DIR) sets it, as in `vouch build`; only without one does the rebuild get a
     // private directory of its own.

@@ -11,6 +11,7 @@ use vouch_verify::{
 };
 
 use crate::cli::Common;
+use crate::common::{UsageError, read_regular_to_string};
 use crate::output;
 
 #[derive(Args, Debug, Clone)]
@@ -188,16 +189,6 @@ pub fn parse_event_name(s: &str) -> Result<String, String> {
     }
 }
 
-/// Bad flag combinations found after parsing; exit 2 like clap's own.
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct UsageError(pub String);
-
-/// A usage error (exit 2) as an `anyhow::Error`.
-pub fn usage(msg: impl Into<String>) -> anyhow::Error {
-    UsageError(msg.into()).into()
-}
-
 /// A `--key` file's text, checked to be a PEM public key before anything else is done (and
 /// read only if it is a regular file: a FIFO would block).
 pub fn read_public_key(path: &std::path::Path) -> anyhow::Result<String> {
@@ -265,7 +256,7 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
     let policy = args.policy.policy(dist.as_deref())?;
     let key_pem = args.policy.read_key()?;
     let digest = match (&args.file, args.digest) {
-        (Some(f), _) => crate::attest_cmd::hash_file(f)?,
+        (Some(f), _) => crate::common::hash_file(f)?,
         (None, Some(d)) => d,
         (None, None) => unreachable!("clap requires one"),
     };
@@ -338,17 +329,6 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
             )))
         }
     }
-}
-
-/// Reads a file the user named as evidence; a FIFO or directory is refused, never waited on.
-pub fn read_regular_to_string(path: &std::path::Path) -> anyhow::Result<String> {
-    let mut text = String::new();
-    std::io::Read::read_to_string(
-        &mut vouch_verify::open_regular(path).with_context(|| format!("opening {path:?}"))?,
-        &mut text,
-    )
-    .with_context(|| format!("reading {path:?}"))?;
-    Ok(text)
 }
 
 fn print_verified(what: &str, v: &Verified) {

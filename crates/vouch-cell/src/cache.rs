@@ -1,0 +1,94 @@
+//! The scoped compiler cache around one build: a loopback gateway over the store with the
+//! scope policy, the compiler cache pointed at it, and their counters afterwards.
+
+use crate::{CellError, Observer, record::CacheRecord};
+
+/// What the caller decided: the tool, the store (password already in it) and the scope policy.
+pub struct CacheSetup {
+    pub tool: vouch_cache::Tool,
+    /// The store spec; it may hold a password, so it is never shown.
+    pub store: String,
+    /// The store as it may be shown.
+    pub store_display: String,
+    pub policy: vouch_cache::ScopePolicy,
+}
+
+/// A running gateway and compiler-cache session; [`RunningCache::finish`] stops both.
+pub struct RunningCache {
+    tool: vouch_cache::Tool,
+    policy: vouch_cache::ScopePolicy,
+    gateway: vouch_cache::RunningGateway,
+    session: vouch_cache::ToolSession,
+}
+
+impl RunningCache {
+    /// Starts the gateway and the tool, and points the build at them.
+    pub fn start(
+        setup: CacheSetup,
+        options: &mut vouch_build::BuildOptions,
+        observer: &dyn Observer,
+    ) -> Result<RunningCache, CellError> {
+        observer.note(&format!(
+            "cache: {} via {} ({})",
+            setup.tool.name(),
+            setup.store_display,
+            setup.policy.reason
+        ));
+        let gateway = vouch_cache::RunningGateway::start(
+            &setup.store,
+            setup.policy.clone(),
+            std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
+            vouch_cache::DEFAULT_MAX_ENTRY,
+        )?;
+        observer.secret(&gateway.url);
+        let session = vouch_cache::ToolSession::start(setup.tool, &gateway.url)?;
+        options.env.extend(session.env.iter().cloned());
+        options.launcher = Some(session.binary.clone());
+        Ok(RunningCache {
+            tool: setup.tool,
+            policy: setup.policy,
+            gateway,
+            session,
+        })
+    }
+
+    /// Stops the tool (flushing its writes through the gateway) and reads both counters.
+    pub fn finish(self, observer: &dyn Observer) -> Result<CacheRecord, CellError> {
+        let compiler_cache = self
+            .session
+            .stats()
+            .map_err(|e| tracing::warn!(error = %e, "no compiler-cache stats"))
+            .ok();
+        self.session.finish()?;
+        let gateway = self.gateway.stats();
+        observer.note(&format!(
+            "cache: {} hits, {} misses, {} writes to {}, {} refused",
+            gateway.hits,
+            gateway.misses,
+            gateway.writes,
+            gateway.write_scope.as_deref().unwrap_or("-"),
+            gateway.refused_writes
+        ));
+        let hit_rate = compiler_cache
+            .as_ref()
+            .and_then(|s| match (s.hits, s.misses) {
+                (Some(h), Some(m)) if h + m > 0 => Some(h as f64 / (h + m) as f64),
+                _ => None,
+            });
+        if let (Some(rate), Some(s)) = (hit_rate, &compiler_cache) {
+            observer.note(&format!(
+                "compiler cache: {} hits, {} misses ({:.1}% hits)",
+                s.hits.unwrap_or(0),
+                s.misses.unwrap_or(0),
+                rate * 100.0
+            ));
+        }
+        Ok(CacheRecord {
+            tool: self.tool,
+            policy: self.policy,
+            gateway,
+            compiler_cache,
+            hit_rate,
+        })
+    }
+}

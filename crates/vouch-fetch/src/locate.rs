@@ -1,0 +1,113 @@
+//! Locate: the candidates for the expected artifact name (a lookup hint only), newest first,
+//! and the cheap rejections the listing alone allows.
+
+use vouch_github::{Artifact, Workflow};
+
+use crate::{ArtifactSource, Expectation, FetchError, PinError, RejectKind, Rejection, reject};
+
+pub(crate) struct Located {
+    /// The expected workflow file as the source knows it: runs are pinned to its id.
+    pub workflow: Workflow,
+    pub candidates: Vec<Artifact>,
+}
+
+pub(crate) async fn locate(
+    source: &dyn ArtifactSource,
+    exp: &Expectation,
+) -> Result<Located, FetchError> {
+    let workflow = source.workflow(&exp.repo, &exp.workflow).await?;
+    let mut candidates = source
+        .artifacts_named(&exp.repo, &exp.artifact_name)
+        .await?;
+    // Newest first: a re-run's artifact supersedes the first attempt's.
+    candidates.sort_by(|a, b| (&b.created_at, b.id).cmp(&(&a.created_at, a.id)));
+    Ok(Located {
+        workflow,
+        candidates,
+    })
+}
+
+/// The run `artifact` names, unless the listing already rules it out. The listing names the
+/// run's head commit: a decoy of another commit costs no run lookup (the run's own head_sha is
+/// checked when pinning).
+pub(crate) fn screen(artifact: &Artifact, exp: &Expectation) -> Result<u64, Rejection> {
+    let id = artifact.id;
+    let run_id = artifact.run_id();
+    if artifact.expired {
+        return Err(reject(
+            id,
+            run_id,
+            RejectKind::Download,
+            "artifact has expired",
+        ));
+    }
+    let pin_err = |e: PinError| reject(id, run_id, RejectKind::Pin, e.to_string());
+    if let Some(h) = artifact
+        .workflow_run
+        .as_ref()
+        .and_then(|r| r.head_sha.as_deref())
+        && h != exp.sha
+    {
+        return Err(pin_err(PinError::ListedHeadSha {
+            found: h.to_owned(),
+            expected: exp.sha.clone(),
+        }));
+    }
+    run_id.ok_or_else(|| pin_err(PinError::NoRun))
+}
+
+#[cfg(test)]
+mod tests {
+    use vouch_github::RunRef;
+
+    use super::*;
+
+    const SHA: &str = "1111111111111111111111111111111111111111";
+
+    #[test]
+    fn screening_by_the_listing_alone() {
+        let exp = Expectation {
+            repo: "o/r".into(),
+            workflow: "ci.yml".into(),
+            event: "push".into(),
+            sha: SHA.into(),
+            pr: None,
+            artifact_name: "a".into(),
+            cell: None,
+        };
+        let listed = |expired: bool, run: Option<u64>, head: Option<&str>| Artifact {
+            id: 9,
+            name: "a".into(),
+            expired,
+            created_at: None,
+            digest: None,
+            workflow_run: Some(RunRef {
+                id: run,
+                head_sha: head.map(str::to_owned),
+            }),
+        };
+        let cases = [
+            (listed(false, Some(5), Some(SHA)), Ok(5)),
+            (listed(false, Some(5), None), Ok(5)),
+            (
+                listed(true, Some(5), Some(SHA)),
+                Err((RejectKind::Download, "artifact has expired".to_owned())),
+            ),
+            (
+                listed(false, Some(5), Some("22")),
+                Err((
+                    RejectKind::Pin,
+                    format!("artifact's workflow_run.head_sha is 22, expected {SHA}"),
+                )),
+            ),
+            (
+                listed(false, None, Some(SHA)),
+                Err((RejectKind::Pin, "artifact names no workflow run".to_owned())),
+            ),
+        ];
+        for (artifact, want) in cases {
+            let got = screen(&artifact, &exp).map_err(|r| (r.kind, r.reason));
+            assert_eq!(got, want, "{artifact:?}");
+        }
+    }
+}

@@ -1,0 +1,286 @@
+//! Helpers the commands share. A command module imports from here (and from `cli`, `output`,
+//! `exit`, `token_files`), never from another command module.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context as _;
+use vouch_cache::{ScopePolicy, Trigger};
+
+use crate::cli::{BuildEnvArgs, ScopeArgs, ToolEnvArgs};
+use crate::output;
+
+/// Bad flag combinations found after parsing; exit 2 like clap's own.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct UsageError(pub String);
+
+/// A usage error (exit 2) as an `anyhow::Error`.
+pub fn usage(msg: impl Into<String>) -> anyhow::Error {
+    UsageError(msg.into()).into()
+}
+
+/// Reads a file the user named as evidence; a FIFO or directory is refused, never waited on.
+pub fn read_regular_to_string(path: &Path) -> anyhow::Result<String> {
+    let mut text = String::new();
+    std::io::Read::read_to_string(
+        &mut vouch_verify::open_regular(path).with_context(|| format!("opening {path:?}"))?,
+        &mut text,
+    )
+    .with_context(|| format!("reading {path:?}"))?;
+    Ok(text)
+}
+
+/// Streams a file through sha256; a FIFO or a directory is refused, never waited on.
+pub fn hash_file(path: &Path) -> anyhow::Result<vouch_core::Sha256Digest> {
+    let mut hasher = vouch_core::Sha256Hasher::new();
+    let mut f = vouch_verify::open_regular(path).with_context(|| format!("opening {path:?}"))?;
+    std::io::copy(&mut f, &mut hasher).with_context(|| format!("reading {path:?}"))?;
+    Ok(hasher.finish())
+}
+
+/// Writes a release file (0644) atomically through `vouch_fs`, the one output helper.
+pub fn write_atomically(path: &Path, data: &[u8]) -> anyhow::Result<()> {
+    vouch_fs::write_atomically(path, data, vouch_fs::Mode::Public)
+        .with_context(|| format!("writing {path:?}"))
+}
+
+pub fn build_options(
+    source: &Path,
+    out: &Path,
+    epoch: Option<u64>,
+    env: &BuildEnvArgs,
+) -> anyhow::Result<vouch_build::BuildOptions> {
+    Ok(vouch_build::BuildOptions {
+        source: source.to_owned(),
+        out_dir: out.to_owned(),
+        source_date_epoch: epoch,
+        python: env.tools.python.clone(),
+        cache_dir: default_cache_dir(env.tools.cache_dir.clone()),
+        env: Vec::new(),
+        launcher: None,
+        work_dir: env
+            .work_dir
+            .clone()
+            .map(|w| std::path::absolute(&w).unwrap_or(w)),
+        path_prepend: Vec::new(),
+        prefix_maps: Vec::new(),
+        patch: None,
+        repair: None,
+        trust: trust_level(None),
+        seal_key: env.tools.seal_key()?,
+    })
+}
+
+/// A store spec without any password.
+pub fn store_display(spec: &str) -> String {
+    match spec.split_once("://").and_then(|(scheme, rest)| {
+        rest.rsplit_once('@')
+            .map(|(_, host)| format!("{scheme}://{host}"))
+    }) {
+        Some(s) => s,
+        None => spec.to_owned(),
+    }
+}
+
+impl ToolEnvArgs {
+    /// The seal key from `--seal-key-file`, when given.
+    pub fn seal_key(&self) -> anyhow::Result<Option<std::sync::Arc<vouch_fs::seal::SealKey>>> {
+        let Some(path) = &self.seal_key_file else {
+            return Ok(None);
+        };
+        let bytes =
+            std::fs::read(path).with_context(|| format!("reading --seal-key-file {path:?}"))?;
+        let secret = bytes.trim_ascii_end();
+        let key = vouch_fs::seal::SealKey::new(secret)
+            .map_err(|e| UsageError(format!("--seal-key-file {path:?}: {e}")))?;
+        Ok(Some(std::sync::Arc::new(key)))
+    }
+}
+
+/// A trusted build without a seal key reuses records any same-user process could have
+/// rewritten: say so where the build's log is read.
+pub fn warn_unkeyed(trust: vouch_build::TrustLevel, key: bool) {
+    if trust == vouch_build::TrustLevel::Trusted && !key {
+        output::annotate_warning(
+            "a trusted build without --seal-key-file: the venvs and toolkits it reuses are checked against records that code of an untrusted build on this machine could rewrite",
+        );
+    }
+}
+
+/// The cache directory, absolute: a relative `--cache-dir`/`VOUCH_CACHE_DIR` is taken
+/// against the current directory once, here, so every path derived from it (the work
+/// directory, toolkit paths in prefix maps) means the same place.
+pub fn default_cache_dir(explicit: Option<PathBuf>) -> PathBuf {
+    let dir = explicit
+        .or_else(|| std::env::var_os("XDG_CACHE_HOME").map(|d| PathBuf::from(d).join("vouch")))
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache").join("vouch")))
+        .unwrap_or_else(|| std::env::temp_dir().join("vouch-cache"));
+    std::path::absolute(&dir).unwrap_or(dir)
+}
+
+/// The trust a build runs with, which picks the cache root its venv and toolkit come from.
+/// In GitHub Actions only the event GitHub reports counts (a flag cannot raise it); elsewhere
+/// `--event push` does. Everything else (pull requests, local builds, rebuilds) is untrusted.
+pub fn trust_level(event: Option<&str>) -> vouch_build::TrustLevel {
+    let in_actions = std::env::var("GITHUB_ACTIONS").is_ok_and(|v| v == "true");
+    let event = if in_actions {
+        std::env::var("GITHUB_EVENT_NAME").ok()
+    } else {
+        event.map(str::to_owned)
+    };
+    if event.as_deref() == Some("push") {
+        vouch_build::TrustLevel::Trusted
+    } else {
+        vouch_build::TrustLevel::Untrusted
+    }
+}
+
+/// Errors of the scope flags and `cache` subcommands that are not usage errors.
+#[derive(Debug, thiserror::Error)]
+pub enum CacheCmdError {
+    #[error(
+        "--scope-from-github: {0} is not set; run inside GitHub Actions, or give --event (and --ref, --pr, --base-ref)"
+    )]
+    NotInActions(&'static str),
+    #[error("--scope-from-github: the event payload {path:?} is not JSON")]
+    EventPayload {
+        path: String,
+        #[source]
+        source: serde_json::Error,
+    },
+    /// The URL is shown without its path: that is the gateway's secret.
+    #[error("cannot read the gateway's counters from {url}")]
+    Stats {
+        url: String,
+        #[source]
+        source: reqwest::Error,
+    },
+}
+
+/// Puts the password from `file` into a `redis://[user@]host…` spec, so it never appears on a
+/// command line or in the environment. The file is read, not removed: a long-lived runner
+/// credential may be reused by later steps.
+pub fn store_with_password(spec: &str, file: Option<&Path>) -> anyhow::Result<String> {
+    let Some(file) = file else {
+        return Ok(spec.to_owned());
+    };
+    let password = std::fs::read_to_string(file)
+        .with_context(|| format!("reading the store password file {file:?}"))?;
+    let password: String = password
+        .trim_end_matches(['\n', '\r'])
+        .bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect();
+    let (scheme, rest) = spec
+        .split_once("://")
+        .filter(|(s, _)| s.starts_with("redis"))
+        .ok_or_else(|| usage("a password file only applies to redis:// stores"))?;
+    let (user, host) = match rest.split_once('@') {
+        Some((u, _)) if u.contains(':') => {
+            return Err(usage(
+                "the store URL already has a password; give it only in the file",
+            ));
+        }
+        Some((u, h)) => (u, h),
+        None => ("", rest),
+    };
+    Ok(format!("{scheme}://{user}:{password}@{host}"))
+}
+
+impl ScopeArgs {
+    pub fn trigger(&self) -> anyhow::Result<Trigger> {
+        if self.scope_from_github {
+            let env: BTreeMap<String, String> = std::env::vars().collect();
+            let get = |k: &str| env.get(k).cloned().filter(|v| !v.is_empty());
+            let event =
+                get("GITHUB_EVENT_NAME").ok_or(CacheCmdError::NotInActions("GITHUB_EVENT_NAME"))?;
+            let git_ref = get("GITHUB_REF").unwrap_or_default();
+            let payload: serde_json::Value = match get("GITHUB_EVENT_PATH") {
+                Some(p) => serde_json::from_str(
+                    &std::fs::read_to_string(&p).with_context(|| format!("reading {p:?}"))?,
+                )
+                .map_err(|source| CacheCmdError::EventPayload { path: p, source })?,
+                None => serde_json::Value::Null,
+            };
+            let pr = payload["pull_request"]["number"].as_u64().or_else(|| {
+                git_ref
+                    .strip_prefix("refs/pull/")
+                    .and_then(|r| r.split('/').next())
+                    .and_then(|n| n.parse().ok())
+            });
+            let default_branch = payload["repository"]["default_branch"]
+                .as_str()
+                .map(str::to_owned)
+                .unwrap_or_else(|| self.default_branch.clone());
+            let from_fork = payload["workflow_run"]["head_repository"]["fork"]
+                .as_bool()
+                .unwrap_or(false);
+            return Ok(Trigger {
+                event,
+                git_ref,
+                pr,
+                base_ref: get("GITHUB_BASE_REF"),
+                default_branch,
+                from_fork,
+            });
+        }
+        let event = self.event.clone().ok_or_else(|| {
+            usage("give --event (and --ref, --pr, --base-ref) or --scope-from-github")
+        })?;
+        self.check_consistent(&event)?;
+        Ok(Trigger {
+            event,
+            git_ref: self.git_ref.clone().unwrap_or_default(),
+            pr: self.pr,
+            base_ref: self.base_ref.clone(),
+            default_branch: self.default_branch.clone(),
+            from_fork: false,
+        })
+    }
+
+    /// Refuses flags the event's policy would ignore: `--event push --pr 7` must not quietly
+    /// become a trusted build that writes `branch/<name>`.
+    fn check_consistent(&self, event: &str) -> anyhow::Result<()> {
+        let push_like = matches!(
+            event,
+            "push" | "workflow_dispatch" | "schedule" | "merge_group"
+        );
+        if push_like && (self.pr.is_some() || self.base_ref.is_some()) {
+            return Err(usage(format!(
+                "--pr and --base-ref describe a pull request; a {event} build's scope comes from --ref alone"
+            )));
+        }
+        if let ("pull_request", Some(r)) = (event, self.git_ref.as_deref()) {
+            let n = r
+                .strip_prefix("refs/pull/")
+                .and_then(|rest| rest.split_once('/'))
+                .and_then(|(n, _)| n.parse::<u64>().ok());
+            if n.is_none() || n != self.pr {
+                return Err(usage(format!(
+                    "--ref {r:?} is not refs/pull/<N>/… for --pr {}",
+                    self.pr.map_or("(none)".into(), |n| n.to_string())
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    pub fn policy(&self) -> anyhow::Result<ScopePolicy> {
+        Ok(ScopePolicy::for_trigger(&self.trigger()?)?)
+    }
+}
+
+/// One runtime for a command's async library calls (GitHub, Sigstore, the cache gateway).
+pub fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")
+}
