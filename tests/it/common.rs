@@ -462,9 +462,10 @@ fn default_filters() -> Vec<(String, String)> {
     let temp = temp.to_string_lossy();
     let temp = temp.trim_end_matches('/');
     vec![
-        // Debug and trace logs (at -vv and up) are dependencies' (hyper, reqwest) chatter,
-        // which varies by machine and timing; vouch's own messages are info and above.
-        (r"(?m)^ *(TRACE|DEBUG) .*\n".into(), String::new()),
+        // Logs (-v and up): info, debug and trace lines are diagnostics (and dependencies'
+        // chatter, which varies by machine and timing), not the CLI's output; what the user
+        // is told comes as `error:`/`warning:` lines and stays.
+        (r"(?m)^ *(TRACE|DEBUG|INFO) .*\n".into(), String::new()),
         (
             regex::escape(env!("CARGO_TARGET_TMPDIR")),
             "[TARGET_TMP]".into(),
