@@ -457,12 +457,12 @@ fn rejects_artifact_whose_run_id_is_not_the_pinned_run() {
         {
           "exit_code": 30,
           "fetched": false,
-          "message": "no artifact named \"cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111\" passed: artifact 1001 (run 501): artifact's workflow_run.id is not the run"
+          "message": "no artifact named \"cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111\" passed: artifact 1001 (run 501): artifact's workflow_run.id is not the run (the artifact names run 501, the run is 500)"
         }
 
         ----- stderr -----
         looking for cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111 from .github/workflows/ci.yml (push of cupy/cupy)
-        error: no artifact named "cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111" passed: artifact 1001 (run 501): artifact's workflow_run.id is not the run
+        error: no artifact named "cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111" passed: artifact 1001 (run 501): artifact's workflow_run.id is not the run (the artifact names run 501, the run is 500)
     "#);
 }
 
