@@ -242,12 +242,6 @@ impl Classify for FetchFailed {
     }
 }
 
-impl Classify for crate::common::UsageError {
-    fn status(&self) -> Option<Status> {
-        Some(Status::Usage)
-    }
-}
-
 impl Classify for crate::common::CacheCmdError {
     fn status(&self) -> Option<Status> {
         use crate::common::CacheCmdError as C;
@@ -277,12 +271,6 @@ impl Classify for vouch_verify::PolicyFileError {
 impl Classify for vouch_fetch::FetchError {
     fn status(&self) -> Option<Status> {
         Some(failure_status(self))
-    }
-}
-
-impl Classify for vouch_github::GithubError {
-    fn status(&self) -> Option<Status> {
-        Some(Status::Download)
     }
 }
 
@@ -410,38 +398,30 @@ impl Classify for vouch_cache::GatewayError {
     }
 }
 
-impl Classify for vouch_cache::ToolError {
-    fn status(&self) -> Option<Status> {
-        Some(Status::Environment)
-    }
-}
-
-impl Classify for vouch_cache::UrlError {
-    fn status(&self) -> Option<Status> {
-        Some(Status::Usage)
-    }
-}
-
-/// Malformed values: a scope, an artifact name, a digest, a portable path, a run context.
-macro_rules! invalid_input {
-    ($($t:ty),*) => {$(
+/// Error types whose every value has one status.
+macro_rules! always {
+    ($($status:ident: $($t:ty),+;)*) => {$($(
         impl Classify for $t {
             fn status(&self) -> Option<Status> {
-                Some(Status::InvalidInput)
+                Some(Status::$status)
             }
         }
-    )*};
+    )+)*};
 }
 
-invalid_input!(
-    vouch_cache::ScopeError,
-    vouch_core::NameError,
-    vouch_core::DigestError,
-    vouch_core::portable_path::PortableNameError,
-    vouch_core::portable_path::Collision,
-    vouch_attest::ContextError,
-    serde_json::Error
-);
+always! {
+    Usage: crate::common::UsageError, vouch_cache::UrlError, vouch_attest::UnknownSigner;
+    // Malformed values: a scope, an artifact name, a digest, a portable path, a run context.
+    InvalidInput: vouch_cache::ScopeError, vouch_core::NameError, vouch_core::DigestError,
+        vouch_core::portable_path::PortableNameError, vouch_core::portable_path::Collision,
+        vouch_attest::ContextError, serde_json::Error;
+    Environment: vouch_cache::ToolError;
+    Download: vouch_github::GithubError;
+    // A pin failure becomes a rejected candidate; alone it means no artifact comes from the
+    // expected run.
+    NoRun: vouch_fetch::PinError;
+    Io: vouch_fs::seal::SealError, std::io::Error;
+}
 
 impl Classify for vouch_attest::SignError {
     fn status(&self) -> Option<Status> {
@@ -463,20 +443,6 @@ impl Classify for vouch_attest::SignerError {
     }
 }
 
-impl Classify for vouch_attest::UnknownSigner {
-    fn status(&self) -> Option<Status> {
-        Some(Status::Usage)
-    }
-}
-
-/// A pin failure becomes a rejected candidate; alone (every candidate rejected) it means no
-/// artifact comes from the expected run.
-impl Classify for vouch_fetch::PinError {
-    fn status(&self) -> Option<Status> {
-        Some(Status::NoRun)
-    }
-}
-
 impl Classify for vouch_workflows::Error {
     fn status(&self) -> Option<Status> {
         use vouch_workflows::Error as W;
@@ -486,18 +452,6 @@ impl Classify for vouch_workflows::Error {
                 Status::InvalidInput
             }
         })
-    }
-}
-
-impl Classify for vouch_fs::seal::SealError {
-    fn status(&self) -> Option<Status> {
-        Some(Status::Io)
-    }
-}
-
-impl Classify for std::io::Error {
-    fn status(&self) -> Option<Status> {
-        Some(Status::Io)
     }
 }
 

@@ -58,11 +58,8 @@ fn refuse_unused_flags(args: &BuildArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-pub fn build(args: BuildArgs) -> anyhow::Result<ExitCode> {
-    refuse_unused_flags(&args)?;
-    if args.cell.is_some() {
-        return build_cell(args);
-    }
+/// The build's options from the flags, at the trust level of what triggered it.
+fn options(args: &BuildArgs) -> anyhow::Result<vouch_build::BuildOptions> {
     let mut options = build_options(
         &args.source,
         &args.out,
@@ -71,6 +68,15 @@ pub fn build(args: BuildArgs) -> anyhow::Result<ExitCode> {
     )?;
     options.trust = crate::common::trust_level(args.cache.scope.event.as_deref());
     crate::common::warn_unkeyed(options.trust, options.seal_key.is_some());
+    Ok(options)
+}
+
+pub fn build(args: BuildArgs) -> anyhow::Result<ExitCode> {
+    refuse_unused_flags(&args)?;
+    if args.cell.is_some() {
+        return build_cell(args);
+    }
+    let mut options = options(&args)?;
     output::note(format!("building {}", args.source.display()));
     let cache = cache_setup(&args)?
         .map(|setup| vouch_cell::RunningCache::start(setup, &mut options, &output::Terminal))
@@ -163,14 +169,7 @@ fn build_cell(args: BuildArgs) -> anyhow::Result<ExitCode> {
     if commit.is_none() {
         output::note("no commit known (--sha, GITHUB_SHA or git): no artifact name");
     }
-    let trust = crate::common::trust_level(args.cache.scope.event.as_deref());
-    let mut options = build_options(
-        &args.source,
-        &args.out,
-        args.epoch.source_date_epoch,
-        &args.env,
-    )?;
-    options.trust = trust;
+    let options = options(&args)?;
     let job = vouch_cell::CellJob {
         profile: &profile,
         cell,
@@ -182,7 +181,6 @@ fn build_cell(args: BuildArgs) -> anyhow::Result<ExitCode> {
         options,
         cache: cache_setup(&args)?,
     };
-    crate::common::warn_unkeyed(trust, job.options.seal_key.is_some());
     let built = match vouch_cell::build_cell(job, &output::Terminal) {
         Err(e @ vouch_cell::CellError::WrongPython { .. }) => {
             return Err(anyhow::Error::new(e).context("pass the cell's interpreter with --python"));

@@ -62,10 +62,19 @@ pub fn extract_safely(
         ));
     }
     let mut names = Vec::with_capacity(archive.len());
+    // The declared sizes are summed before anything is written, so a bomb is refused without
+    // filling the disk; the copy below still holds each member to its declared size.
+    let mut declared_total = 0u64;
     for i in 0..archive.len() {
         let f = archive
             .by_index_raw(i)
             .map_err(|e| format!("member {i}: {e}"))?;
+        if !f.is_dir() {
+            declared_total = declared_total.saturating_add(f.size());
+            if declared_total > limits.max_total_bytes {
+                return Err(too_large(limits));
+            }
+        }
         let name = std::str::from_utf8(f.name_raw())
             .map_err(|_| {
                 format!(
@@ -104,10 +113,7 @@ pub fn extract_safely(
         }
         total = total.saturating_add(f.size());
         if total > limits.max_total_bytes {
-            return Err(format!(
-                "members add up to more than {} bytes uncompressed (zip bomb?)",
-                limits.max_total_bytes
-            ));
+            return Err(too_large(limits));
         }
         if let Some(parent) = dest.parent() {
             std::fs::create_dir_all(parent).map_err(|e| format!("{name}: {e}"))?;
@@ -124,6 +130,13 @@ pub fn extract_safely(
         files.push(dest);
     }
     Ok(files)
+}
+
+fn too_large(limits: &ExtractLimits) -> String {
+    format!(
+        "members add up to more than {} bytes uncompressed (zip bomb?)",
+        limits.max_total_bytes
+    )
 }
 
 #[cfg(test)]
