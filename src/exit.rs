@@ -202,7 +202,7 @@ macro_rules! classifiers {
 }
 
 static CLASSIFIERS: &[(&str, Classifier)] = classifiers![
-    crate::exit::FetchFailed,
+    FetchFailed,
     crate::common::UsageError,
     crate::common::CacheCmdError,
     vouch_verify::VerifyError,
@@ -672,7 +672,11 @@ mod tests {
             .iter()
             .map(|(name, _)| {
                 let name = name.replace(' ', "");
-                let krate = name.split("::").next().unwrap().to_owned();
+                // A type named without a path is this crate's own.
+                let krate = match name.split_once("::") {
+                    Some((k, _)) => k.to_owned(),
+                    None => "crate".to_owned(),
+                };
                 let ty = name.rsplit("::").next().unwrap().to_owned();
                 (krate, ty)
             })
