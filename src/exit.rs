@@ -625,7 +625,7 @@ mod tests {
             (
                 vouch_cell::CellError::Toolchain {
                     name: "cuda".into(),
-                    source: vouch_toolchain::ToolchainError::Empty,
+                    source: Box::new(vouch_toolchain::ToolchainError::Empty),
                 }
                 .into(),
                 Status::InvalidInput,

@@ -72,24 +72,24 @@ pub enum CellError {
     Unpack {
         path: PathBuf,
         #[source]
-        source: vouch_build::BuildError,
+        source: Box<vouch_build::BuildError>,
     },
     #[error("installing the {name} toolchain")]
     Toolchain {
         name: String,
         #[source]
-        source: vouch_toolchain::ToolchainError,
+        source: Box<vouch_toolchain::ToolchainError>,
     },
     #[error("building cell {cell} from {source_path:?}")]
     Build {
         cell: String,
         source_path: PathBuf,
         #[source]
-        source: vouch_build::BuildError,
+        source: Box<vouch_build::BuildError>,
     },
     /// Finding the interpreter (before anything is built).
     #[error(transparent)]
-    Python(vouch_build::BuildError),
+    Python(Box<vouch_build::BuildError>),
     #[error(transparent)]
     Name(#[from] vouch_core::NameError),
     #[error("the reuse directory {path:?}")]
@@ -171,7 +171,7 @@ pub fn install_toolchain(
     })
     .map_err(|source| CellError::Toolchain {
         name: name.clone(),
-        source,
+        source: Box::new(source),
     })?;
     Ok(Some(installed))
 }
@@ -241,13 +241,14 @@ pub fn build_cell(job: CellJob<'_>, observer: &dyn Observer) -> Result<CellOutco
             let (root, newest) = vouch_build::unpack_sdist(&given_source, unpacked.path())
                 .map_err(|source| CellError::Unpack {
                     path: given_source.clone(),
-                    source,
+                    source: Box::new(source),
                 })?;
             (root, Some(newest))
         } else {
             (given_source.clone(), None)
         };
-    let python = vouch_build::Python::find(options.python.as_deref()).map_err(CellError::Python)?;
+    let python = vouch_build::Python::find(options.python.as_deref())
+        .map_err(|e| CellError::Python(Box::new(e)))?;
     check_python(&cell, &python)?;
     let inputs = vouch_profile::inputs_digest(profile, &cell, &source)?;
     observer.note(&format!(
@@ -358,7 +359,7 @@ pub fn build_cell(job: CellJob<'_>, observer: &dyn Observer) -> Result<CellOutco
     let built = vouch_build::build_wheel(&options).map_err(|source| CellError::Build {
         cell: cell.id.clone(),
         source_path: given_source.clone(),
-        source,
+        source: Box::new(source),
     })?;
     drop(step);
     let build_seconds = build_started.elapsed().as_secs_f64();
