@@ -22,7 +22,7 @@ pub enum ProfileError {
     },
     #[error("profile {path:?}: {message}")]
     Invalid { path: String, message: String },
-    #[error("no cell {0:?} in the plan; `vouch plan --format table` lists them")]
+    #[error("no cell {0:?} in the profile's plan; the plan lists every cell id")]
     NoCell(String),
     #[error("reading source {path:?}")]
     Source {
