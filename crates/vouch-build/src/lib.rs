@@ -124,25 +124,22 @@ pub(crate) fn scrubbed_command(program: &Path) -> Command {
 }
 
 /// Runs `cmd`, and on failure returns the tail of its output in the error.
-pub(crate) fn run_logged(mut cmd: Command, what: &str) -> Result<String, BuildError> {
-    tracing::debug!(
-        command = %vouch_core::redact::command_line(&cmd),
-        "running {what}"
-    );
-    let out = cmd.output().map_err(|source| BuildError::Spawn {
-        what: what.to_owned(),
-        source,
-    })?;
-    let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
-    text.push_str(&String::from_utf8_lossy(&out.stderr));
-    if !out.status.success() {
-        return Err(BuildError::Failed {
+pub(crate) fn run_logged(cmd: Command, what: &str) -> Result<String, BuildError> {
+    use vouch_core::command::RunError;
+    vouch_core::command::run(cmd, what, 40).map_err(|e| match e {
+        RunError::Spawn(source) => BuildError::Spawn {
             what: what.to_owned(),
-            status: out.status.to_string(),
-            output_tail: vouch_core::command::tail(&text, 40),
-        });
-    }
-    Ok(text)
+            source,
+        },
+        RunError::Exited {
+            status,
+            output_tail,
+        } => BuildError::Failed {
+            what: what.to_owned(),
+            status,
+            output_tail,
+        },
+    })
 }
 
 fn prefix_map_flags(dirs: &[&Path], extra: &[(PathBuf, String)]) -> String {

@@ -98,8 +98,33 @@ pub fn scrubbed(program: impl AsRef<OsStr>, groups: &[Pass]) -> Command {
     cmd
 }
 
+/// How a child started by [`run`] failed; each crate wraps it in its own error.
+#[derive(Debug)]
+pub enum RunError {
+    /// It could not be started.
+    Spawn(std::io::Error),
+    /// It ran and failed: its exit status and the last lines of its output.
+    Exited { status: String, output_tail: String },
+}
+
+/// Runs `cmd` to the end; its stdout followed by its stderr, or on failure the last
+/// `tail_lines` lines of them. `what` names the child in the debug log.
+pub fn run(mut cmd: Command, what: &str, tail_lines: usize) -> Result<String, RunError> {
+    tracing::debug!(command = %crate::redact::command_line(&cmd), "running {what}");
+    let out = cmd.output().map_err(RunError::Spawn)?;
+    let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
+    text.push_str(&String::from_utf8_lossy(&out.stderr));
+    if !out.status.success() {
+        return Err(RunError::Exited {
+            status: out.status.to_string(),
+            output_tail: tail(&text, tail_lines),
+        });
+    }
+    Ok(text)
+}
+
 /// The last `lines` lines of a child's output, for an error message.
-pub fn tail(text: &str, lines: usize) -> String {
+fn tail(text: &str, lines: usize) -> String {
     let all: Vec<&str> = text.lines().collect();
     all[all.len().saturating_sub(lines)..].join("\n")
 }
@@ -162,5 +187,22 @@ mod tests {
     fn tail_keeps_the_last_lines() {
         assert_eq!(tail("a\nb\nc", 2), "b\nc");
         assert_eq!(tail("a", 5), "a");
+    }
+
+    #[test]
+    fn run_reports_how_a_child_failed() {
+        let mut ok = scrubbed("sh", &[]);
+        ok.args(["-c", "echo out; echo err >&2"]);
+        assert_eq!(run(ok, "sh", 5).unwrap(), "out\nerr\n");
+        let mut bad = scrubbed("sh", &[]);
+        bad.args(["-c", "echo 1; echo 2; echo 3; exit 3"]);
+        match run(bad, "sh", 2) {
+            Err(RunError::Exited { output_tail, .. }) => assert_eq!(output_tail, "2\n3"),
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(
+            run(scrubbed("/nonexistent/vouch-test", &[]), "x", 2),
+            Err(RunError::Spawn(_))
+        ));
     }
 }

@@ -487,6 +487,26 @@ cuda = "13.0"
 "#;
 
     #[test]
+    fn cells_are_typed_and_render_as_before() {
+        let text = format!(
+            "{MIN}[[source_targets]]\nname = \"s\"\nflavor = \"cuda13x\"\npython = \"3.12\"\nplatform = \"linux-64\"\nreason = \"r\"\n"
+        );
+        let cells = Profile::parse(&text, "p").unwrap().plan();
+        let routes: Vec<(Platform, Route)> = cells.iter().map(|c| (c.platform, c.route)).collect();
+        assert_eq!(
+            routes,
+            [
+                (Platform::Linux64, Route::Wheel),
+                (Platform::Linux64, Route::Source)
+            ]
+        );
+        let m = github_matrix(&cells);
+        assert_eq!(m["include"][1]["platform"], "linux-64");
+        assert_eq!(m["include"][1]["route"], "source");
+        assert_eq!(format!("{:<7}|", Route::Wheel), "wheel  |");
+    }
+
+    #[test]
     fn errors_name_the_key() {
         assert!(Profile::parse(MIN, "p").is_ok());
         let bad = [

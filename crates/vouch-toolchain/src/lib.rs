@@ -513,25 +513,22 @@ pub(crate) fn scrubbed(program: impl AsRef<std::ffi::OsStr>) -> Command {
     vouch_core::command::scrubbed(program, vouch_core::command::BUILD)
 }
 
-fn run(mut cmd: Command, what: &str) -> Result<String, ToolchainError> {
-    tracing::debug!(
-        command = %vouch_core::redact::command_line(&cmd),
-        "running {what}"
-    );
-    let out = cmd.output().map_err(|source| ToolchainError::Spawn {
-        what: what.to_owned(),
-        source,
-    })?;
-    let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
-    text.push_str(&String::from_utf8_lossy(&out.stderr));
-    if !out.status.success() {
-        return Err(ToolchainError::Command {
+fn run(cmd: Command, what: &str) -> Result<String, ToolchainError> {
+    use vouch_core::command::RunError;
+    vouch_core::command::run(cmd, what, 30).map_err(|e| match e {
+        RunError::Spawn(source) => ToolchainError::Spawn {
             what: what.to_owned(),
-            status: out.status.to_string(),
-            output_tail: vouch_core::command::tail(&text, 30),
-        });
-    }
-    Ok(text)
+            source,
+        },
+        RunError::Exited {
+            status,
+            output_tail,
+        } => ToolchainError::Command {
+            what: what.to_owned(),
+            status,
+            output_tail,
+        },
+    })
 }
 
 fn nvcc_version(cuda_path: &Path) -> Option<String> {
