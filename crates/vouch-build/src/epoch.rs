@@ -1,5 +1,4 @@
 use std::path::Path;
-use std::process::Command;
 
 use serde::Serialize;
 
@@ -27,19 +26,8 @@ pub fn source_date_epoch(
     if let Some(e) = given {
         return Ok((e, EpochSource::Given));
     }
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(source)
-        .args(["log", "-1", "--format=%ct", "--", "."])
-        .env_remove("GIT_DIR")
-        .output();
-    if let Ok(out) = out
-        && out.status.success()
-    {
-        let text = String::from_utf8_lossy(&out.stdout);
-        if let Ok(e) = text.trim().parse::<u64>() {
-            return Ok((e, EpochSource::GitCommit));
-        }
+    if let Some(e) = vouch_core::git::last_commit_time(source) {
+        return Ok((e, EpochSource::GitCommit));
     }
     Ok((vouch_wheel::DEFAULT_EPOCH, EpochSource::Default))
 }

@@ -117,74 +117,29 @@ pub struct BuildOutput {
     pub repair: Option<RepairOutcome>,
 }
 
-/// Variables a build may see from the caller's environment. Everything else is dropped, so a
-/// token in the caller's environment never reaches build code, and stray settings cannot make
-/// two builds differ.
-const PASSTHROUGH_ENV: &[&str] = &[
-    "PATH",
-    "HOME",
-    "TMPDIR",
-    "CC",
-    "CXX",
-    "LD",
-    "AR",
-    "CFLAGS",
-    "CXXFLAGS",
-    "CPPFLAGS",
-    "LDFLAGS",
-    "PIP_INDEX_URL",
-    "PIP_EXTRA_INDEX_URL",
-    "PIP_FIND_LINKS",
-    "PIP_CERT",
-    "PIP_NO_INDEX",
-    "PIP_DEFAULT_TIMEOUT",
-    "SSL_CERT_FILE",
-    "SSL_CERT_DIR",
-    "HTTPS_PROXY",
-    "HTTP_PROXY",
-    "NO_PROXY",
-    "https_proxy",
-    "http_proxy",
-    "no_proxy",
-];
-
+/// Every child of a build (pip, the interpreter, the build backend, compilers, auditwheel)
+/// sees only the variables [`vouch_core::command::BUILD`] lets through.
 pub(crate) fn scrubbed_command(program: &Path) -> Command {
-    let mut cmd = Command::new(program);
-    cmd.env_clear();
-    for key in PASSTHROUGH_ENV {
-        if let Some(v) = std::env::var_os(key) {
-            cmd.env(key, v);
-        }
-    }
-    cmd.env("PIP_DISABLE_PIP_VERSION_CHECK", "1")
-        .env("PYTHONDONTWRITEBYTECODE", "1")
-        .env("LC_ALL", "C.UTF-8")
-        .env("TZ", "UTC");
-    cmd
+    vouch_core::command::scrubbed(program, vouch_core::command::BUILD)
 }
 
 /// Runs `cmd`, and on failure returns the tail of its output in the error.
-pub(crate) fn run_logged(mut cmd: Command, what: &str) -> Result<String, BuildError> {
-    tracing::debug!(
-        command = %vouch_core::redact::command_line(&cmd),
-        "running {what}"
-    );
-    let out = cmd.output().map_err(|source| BuildError::Spawn {
-        what: what.to_owned(),
-        source,
-    })?;
-    let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
-    text.push_str(&String::from_utf8_lossy(&out.stderr));
-    if !out.status.success() {
-        let tail: Vec<&str> = text.lines().rev().take(40).collect();
-        let tail = tail.into_iter().rev().collect::<Vec<_>>().join("\n");
-        return Err(BuildError::Failed {
+pub(crate) fn run_logged(cmd: Command, what: &str) -> Result<String, BuildError> {
+    use vouch_core::command::RunError;
+    vouch_core::command::run(cmd, what, 40).map_err(|e| match e {
+        RunError::Spawn(source) => BuildError::Spawn {
             what: what.to_owned(),
-            status: out.status.to_string(),
-            output_tail: tail,
-        });
-    }
-    Ok(text)
+            source,
+        },
+        RunError::Exited {
+            status,
+            output_tail,
+        } => BuildError::Failed {
+            what: what.to_owned(),
+            status,
+            output_tail,
+        },
+    })
 }
 
 fn prefix_map_flags(dirs: &[&Path], extra: &[(PathBuf, String)]) -> String {

@@ -147,7 +147,9 @@ fn parse_stats(
 }
 
 /// The tool's own counters, asked with this process's environment (the one `cache env` set
-/// up), not a session's.
+/// up), not a session's. The one child vouch starts unscrubbed on purpose: which counters are
+/// read depends on the tool's whole configuration (`CCACHE_*`, `SCCACHE_*`, `XDG_CACHE_HOME`),
+/// and nothing but the tool runs.
 pub fn read_tool_stats(tool: Tool) -> Result<ToolStats, ToolError> {
     let binary = which::which(tool.name()).map_err(|_| ToolError::NotFound(tool.name()))?;
     parse_stats(tool, |args| {
@@ -215,14 +217,9 @@ impl ToolSession {
         Ok(session)
     }
 
+    /// Only the session's own settings: the cache tool never sees the caller's credentials.
     fn command(&self) -> Command {
-        let mut cmd = Command::new(&self.binary);
-        cmd.env_clear();
-        for k in ["PATH", "HOME", "TMPDIR"] {
-            if let Some(v) = std::env::var_os(k) {
-                cmd.env(k, v);
-            }
-        }
+        let mut cmd = vouch_core::command::scrubbed(&self.binary, &[]);
         cmd.envs(self.env.iter().map(|(k, v)| (k, v)));
         cmd
     }

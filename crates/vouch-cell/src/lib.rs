@@ -15,7 +15,7 @@ mod record;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use vouch_core::{ArtifactName, Platform, PythonVersion};
+use vouch_core::{ArtifactName, PythonVersion};
 use vouch_profile::{Cell, Profile};
 
 pub use cache::{CacheSetup, RunningCache};
@@ -179,7 +179,7 @@ pub fn install_toolchain(
 /// The artifact name for a cell at `commit`. A source-routed cell shares its dist, Python and
 /// platform with a wheel cell, so it is named by its cell id, as the generated workflows do.
 pub fn artifact_name(cell: &Cell, commit: &str, pr: Option<u64>) -> Result<String, CellError> {
-    if cell.route == "source" {
+    if cell.route == vouch_profile::Route::Source {
         return Ok(match pr {
             Some(n) => format!("{}-pr{n}-{commit}", cell.id),
             None => format!("{}-{commit}", cell.id),
@@ -188,7 +188,7 @@ pub fn artifact_name(cell: &Cell, commit: &str, pr: Option<u64>) -> Result<Strin
     Ok(ArtifactName::new(
         cell.package.clone(),
         cell.python.parse::<PythonVersion>()?,
-        cell.platform.parse::<Platform>()?,
+        cell.platform,
         pr,
         commit.to_owned(),
     )?
@@ -345,7 +345,7 @@ pub fn build_cell(job: CellJob<'_>, observer: &dyn Observer) -> Result<CellOutco
     }
     if let Some(r) = &profile.repair {
         options.repair = Some(vouch_build::Repair {
-            plat: r.plat.get(&cell.platform).cloned(),
+            plat: profile.repair_plat(cell.platform).map(str::to_owned),
             exclude: r.exclude.clone(),
         });
     }

@@ -7,42 +7,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-/// The platforms as CuPy's CI names them.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Platform {
-    Linux64,
-    LinuxAarch64,
-    Win64,
-}
-
-impl Platform {
-    pub const ALL: [Platform; 3] = [Platform::Linux64, Platform::LinuxAarch64, Platform::Win64];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Platform::Linux64 => "linux-64",
-            Platform::LinuxAarch64 => "linux-aarch64",
-            Platform::Win64 => "win-64",
-        }
-    }
-}
-
-impl fmt::Display for Platform {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl FromStr for Platform {
-    type Err = NameError;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Platform::ALL
-            .into_iter()
-            .find(|p| p.as_str() == s)
-            .ok_or_else(|| NameError::Platform(s.to_owned()))
-    }
-}
+use crate::Platform;
 
 /// A CPython version as it appears in artifact names: `3.12`, or `3.14t` for free-threaded.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -110,7 +75,7 @@ pub enum NameError {
         "pull request part {0:?} is not `pr<N>` with N a positive integer without leading zeros"
     )]
     Pr(String),
-    #[error("platform {0:?} is not one of linux-64, linux-aarch64, win-64")]
+    #[error("platform {0:?} is not one of {names}", names = Platform::names())]
     Platform(String),
     #[error(
         "Python part {0:?} is not `py<major>.<minor>` or `py<major>.<minor>t` (e.g. py3.12, py3.14t)"
@@ -204,7 +169,8 @@ impl FromStr for ArtifactName {
             rest = head;
         }
         let platform = Platform::ALL
-            .into_iter()
+            .iter()
+            .copied()
             .find(|p| {
                 rest.strip_suffix(p.as_str())
                     .is_some_and(|h| h.ends_with('-'))

@@ -1,13 +1,23 @@
-//! Core types shared by every vouch crate. Nothing here does I/O.
+//! Core types shared by every vouch crate, and the few helpers every crate must do one way:
+//! starting a child process ([`command`]), hashing a file, asking git ([`git`]) and the CI
+//! system ([`ci`]), reporting progress ([`progress`]). Apart from those helpers nothing here
+//! does I/O.
 
 mod artifact;
+pub mod ci;
+pub mod command;
 mod digest;
+mod file_digest;
+pub mod git;
+mod platform;
 pub mod portable_path;
+pub mod progress;
 pub mod redact;
 pub mod statement;
 
-pub use artifact::{ArtifactName, NameError, Platform, PythonVersion};
+pub use artifact::{ArtifactName, NameError, PythonVersion};
 pub use digest::{DigestError, Sha256Digest, Sha256Hasher};
+pub use platform::Platform;
 
 /// Normalizes a distribution name the way PEP 503 does: lowercase, and every run of
 /// `-`, `_` and `.` becomes one `-`.

@@ -40,11 +40,12 @@ fn glob_match(pattern: &str, path: &str) -> bool {
 
 /// Hex sha256 of a file the profile names.
 fn hash_file(path: &Path) -> Result<String, ProfileError> {
-    let data = std::fs::read(path).map_err(|source| ProfileError::Source {
-        path: path.to_owned(),
-        source,
-    })?;
-    Ok(hex::encode(Sha256::digest(&data)))
+    vouch_core::Sha256Digest::of_file(path)
+        .map(|d| d.hex())
+        .map_err(|source| ProfileError::Source {
+            path: path.to_owned(),
+            source,
+        })
 }
 
 pub fn inputs_digest(
@@ -79,11 +80,13 @@ pub fn inputs_digest(
         .par_iter()
         .map(|rel| {
             let path = source.join(rel);
-            let data = std::fs::read(&path).map_err(|source| ProfileError::Source {
-                path: path.clone(),
-                source,
-            })?;
-            Ok((rel.clone(), Sha256::digest(&data).into(), data.len() as u64))
+            let (digest, size) = std::fs::File::open(&path)
+                .and_then(vouch_core::Sha256Digest::of_reader)
+                .map_err(|source| ProfileError::Source {
+                    path: path.clone(),
+                    source,
+                })?;
+            Ok((rel.clone(), *digest.as_bytes(), size))
         })
         .collect::<Result<_, ProfileError>>()?;
     let mut explain = vec![
@@ -117,7 +120,7 @@ pub fn inputs_digest(
         explain.push(format!(
             "repair exclude {} plat {}",
             r.exclude.join(","),
-            r.plat.get(&cell.platform).map_or("", String::as_str)
+            profile.repair_plat(cell.platform).unwrap_or("")
         ));
     }
     if let Some(t) = profile.template(cell) {

@@ -8,7 +8,8 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
-use vouch_core::{Platform, PythonVersion};
+pub use vouch_core::Platform;
+use vouch_core::PythonVersion;
 
 pub use inputs::{InputsDigest, inputs_digest};
 
@@ -173,15 +174,40 @@ pub struct Cell {
     pub package: String,
     pub cuda: String,
     pub python: String,
-    pub platform: String,
+    pub platform: Platform,
     pub runner: String,
     /// `<dist>-py<X.Y>-<plat>`: the artifact name without its `-pr<N>-<sha>`/`-<sha>` suffix.
     pub artifact_stem: String,
-    /// `wheel` (a prebuilt wheel can serve it) or `source` (must build from source).
-    pub route: String,
+    pub route: Route,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub route_reason: Option<String>,
     pub env: BTreeMap<String, String>,
+}
+
+/// How a cell's wheel may come to be.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Route {
+    /// A prebuilt wheel can serve it.
+    Wheel,
+    /// It must build from source (a source target: no released wheel carries it).
+    Source,
+}
+
+impl Route {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Route::Wheel => "wheel",
+            Route::Source => "source",
+        }
+    }
+}
+
+impl std::fmt::Display for Route {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // `pad`, so table columns (`{:<6}`) line up.
+        f.pad(self.as_str())
+    }
 }
 
 fn invalid(path: &str, message: impl Into<String>) -> ProfileError {
@@ -211,7 +237,16 @@ impl Profile {
         self.flavors
             .get(&cell.flavor)?
             .toolchain
-            .get(&cell.platform)
+            .get(cell.platform.as_str())
+    }
+
+    /// auditwheel's `--plat` for `platform`, when the profile sets one.
+    pub fn repair_plat(&self, platform: Platform) -> Option<&str> {
+        self.repair
+            .as_ref()?
+            .plat
+            .get(platform.as_str())
+            .map(String::as_str)
     }
 
     pub fn template(&self, cell: &Cell) -> Option<&Template> {
@@ -352,10 +387,14 @@ impl Profile {
         flavor: &str,
         python: &str,
         platform: &str,
-        route: (&str, Option<String>),
+        route: (Route, Option<String>),
         extra: &BTreeMap<String, String>,
     ) -> Cell {
         let f = &self.flavors[flavor];
+        // Profile data keeps platforms as written, so a bad one is reported with its key.
+        let typed: Platform = platform
+            .parse()
+            .expect("Profile::parse checked every platform name");
         let mut env = self.env.clone();
         env.extend(f.env.clone());
         env.extend(extra.clone());
@@ -366,9 +405,9 @@ impl Profile {
             package: f.package.clone(),
             cuda: f.cuda.clone(),
             python: python.to_owned(),
-            platform: platform.to_owned(),
+            platform: typed,
             runner: self.runners[platform].clone(),
-            route: route.0.to_owned(),
+            route: route.0,
             route_reason: route.1,
             env,
         }
@@ -391,7 +430,7 @@ impl Profile {
                         name,
                         py,
                         pl,
-                        ("wheel", None),
+                        (Route::Wheel, None),
                         &BTreeMap::new(),
                     ));
                 }
@@ -403,7 +442,7 @@ impl Profile {
                 &t.flavor,
                 &t.python,
                 &t.platform,
-                ("source", Some(t.reason.clone())),
+                (Route::Source, Some(t.reason.clone())),
                 &t.env,
             ));
         }
@@ -446,6 +485,26 @@ inputs = { include = ["**/*.c"] }
 package = "x-cuda13x"
 cuda = "13.0"
 "#;
+
+    #[test]
+    fn cells_are_typed_and_render_as_before() {
+        let text = format!(
+            "{MIN}[[source_targets]]\nname = \"s\"\nflavor = \"cuda13x\"\npython = \"3.12\"\nplatform = \"linux-64\"\nreason = \"r\"\n"
+        );
+        let cells = Profile::parse(&text, "p").unwrap().plan();
+        let routes: Vec<(Platform, Route)> = cells.iter().map(|c| (c.platform, c.route)).collect();
+        assert_eq!(
+            routes,
+            [
+                (Platform::Linux64, Route::Wheel),
+                (Platform::Linux64, Route::Source)
+            ]
+        );
+        let m = github_matrix(&cells);
+        assert_eq!(m["include"][1]["platform"], "linux-64");
+        assert_eq!(m["include"][1]["route"], "source");
+        assert_eq!(format!("{:<7}|", Route::Wheel), "wheel  |");
+    }
 
     #[test]
     fn errors_name_the_key() {

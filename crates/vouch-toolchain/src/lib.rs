@@ -18,7 +18,6 @@
 mod archive;
 mod fixup;
 
-use std::io::Read as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -181,8 +180,7 @@ pub struct Request<'a> {
     pub seal_key: Option<&'a vouch_fs::seal::SealKey>,
 }
 
-/// `(bytes so far, expected total)`.
-pub type ProgressFn = std::sync::Arc<dyn Fn(u64, Option<u64>) + Send + Sync>;
+pub use vouch_core::progress::ProgressFn;
 
 /// Pinned wheel files from a requirements file: `name==version --hash=sha256:HEX` per line.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -253,18 +251,11 @@ pub fn toolchain_key(spec: &Toolchain, profile_dir: &Path) -> Result<String, Too
     Ok(hex::encode(h.finalize()))
 }
 
-pub fn sha256_file(path: &Path) -> Result<String, ToolchainError> {
-    let mut f = std::fs::File::open(path).map_err(io(path))?;
-    let mut h = Sha256::new();
-    let mut buf = vec![0u8; 1 << 20];
-    loop {
-        let n = f.read(&mut buf).map_err(io(path))?;
-        if n == 0 {
-            break;
-        }
-        h.update(&buf[..n]);
-    }
-    Ok(hex::encode(h.finalize()))
+/// Hex sha256 of `path`, as pins and manifests write it.
+fn sha256_file(path: &Path) -> Result<String, ToolchainError> {
+    vouch_core::Sha256Digest::of_file(path)
+        .map(|d| d.hex())
+        .map_err(io(path))
 }
 
 /// Installs (or reuses) the toolkit `req.spec` describes.
@@ -514,57 +505,28 @@ fn install_archives(
     Ok(components)
 }
 
-/// A command with only the environment pip and compilers need: a token in vouch's own
-/// environment (GITHUB_TOKEN, a cache password) never reaches them.
+/// pip, nvcc and the C compiler see only what [`vouch_core::command::BUILD`] lets through:
+/// a token in vouch's own environment (GITHUB_TOKEN, a cache password) never reaches them.
 pub(crate) fn scrubbed(program: impl AsRef<std::ffi::OsStr>) -> Command {
-    const KEEP: &[&str] = &[
-        "PATH",
-        "HOME",
-        "TMPDIR",
-        "LANG",
-        "LC_ALL",
-        "SSL_CERT_FILE",
-        "SSL_CERT_DIR",
-        "HTTPS_PROXY",
-        "HTTP_PROXY",
-        "NO_PROXY",
-        "https_proxy",
-        "http_proxy",
-        "no_proxy",
-    ];
-    let mut cmd = Command::new(program);
-    cmd.env_clear();
-    for (k, v) in std::env::vars_os() {
-        let name = k.to_string_lossy();
-        // pip's own configuration (index, find-links, certificates) is pip's business.
-        if KEEP.contains(&name.as_ref()) || name.starts_with("PIP_") {
-            cmd.env(&k, v);
-        }
-    }
-    cmd
+    vouch_core::command::scrubbed(program, vouch_core::command::BUILD)
 }
 
-fn run(mut cmd: Command, what: &str) -> Result<String, ToolchainError> {
-    tracing::debug!(
-        command = %vouch_core::redact::command_line(&cmd),
-        "running {what}"
-    );
-    let out = cmd.output().map_err(|source| ToolchainError::Spawn {
-        what: what.to_owned(),
-        source,
-    })?;
-    let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
-    text.push_str(&String::from_utf8_lossy(&out.stderr));
-    if !out.status.success() {
-        let lines: Vec<&str> = text.lines().collect();
-        let tail = lines[lines.len().saturating_sub(30)..].join("\n");
-        return Err(ToolchainError::Command {
+fn run(cmd: Command, what: &str) -> Result<String, ToolchainError> {
+    use vouch_core::command::RunError;
+    vouch_core::command::run(cmd, what, 30).map_err(|e| match e {
+        RunError::Spawn(source) => ToolchainError::Spawn {
             what: what.to_owned(),
-            status: out.status.to_string(),
-            output_tail: tail,
-        });
-    }
-    Ok(text)
+            source,
+        },
+        RunError::Exited {
+            status,
+            output_tail,
+        } => ToolchainError::Command {
+            what: what.to_owned(),
+            status,
+            output_tail,
+        },
+    })
 }
 
 fn nvcc_version(cuda_path: &Path) -> Option<String> {

@@ -2,7 +2,7 @@
 //! executable bits, the epoch, and this crate's version (which pins the deflate implementation).
 
 use std::fs::File;
-use std::io::{BufReader, BufWriter, Seek as _, SeekFrom, Write as _};
+use std::io::{BufWriter, Seek as _, SeekFrom, Write as _};
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
@@ -278,13 +278,7 @@ pub fn normalize_wheel(
 
     // Hash what was written, read back from the file that will be renamed into place.
     out.seek(SeekFrom::Start(0)).map_err(write_err)?;
-    let mut hasher = vouch_core::Sha256Hasher::new();
-    let size = std::io::copy(
-        &mut BufReader::with_capacity(1 << 20, &mut out),
-        &mut hasher,
-    )
-    .map_err(write_err)?;
-    let sha256 = hasher.finish();
+    let (sha256, size) = vouch_core::Sha256Digest::of_reader(&mut out).map_err(write_err)?;
     let changed = sha256 != wheel.sha256 || size != wheel.size;
     out.commit().map_err(write_err)?;
 

@@ -656,14 +656,9 @@ fn inflate<S: Sink>(
 
 /// The sha256 and length of the whole file, read through the handle the members come from.
 fn hash_file(file: &SharedFile) -> io::Result<(vouch_core::Sha256Digest, u64)> {
-    let mut hasher = vouch_core::Sha256Hasher::new();
     let mut reader = file.clone();
     reader.pos = 0;
-    let size = io::copy(
-        &mut io::BufReader::with_capacity(1 << 20, reader),
-        &mut hasher,
-    )?;
-    Ok((hasher.finish(), size))
+    vouch_core::Sha256Digest::of_reader(reader)
 }
 
 /// Reads a wheel and checks it: a valid filename, exactly one matching `.dist-info`, a RECORD

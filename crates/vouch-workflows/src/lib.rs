@@ -262,7 +262,7 @@ fn validate_profile(profile: &Profile) -> Result<(), Error> {
         }
         // The workflows name a wheel cell's artifact after its stem and a source cell's after
         // its id (see render::ARTIFACT_NAME_STEP); two cells of one run must not share one.
-        let key = if c.route == "source" {
+        let key = if c.route == vouch_profile::Route::Source {
             c.id.as_str()
         } else {
             c.artifact_stem.as_str()

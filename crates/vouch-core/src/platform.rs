@@ -1,0 +1,92 @@
+//! The platforms vouch builds for, named as CuPy's CI names them (`linux-64`).
+//!
+//! Adding a platform is a variant here, its arm in [`Platform::as_str`] and its place in
+//! [`Platform::ALL`]; the compiler finds every other match. What differs per project for a
+//! platform (the runner label, the toolchain, auditwheel's `--plat`) is profile data keyed by
+//! [`Platform::as_str`], not code.
+
+use std::fmt;
+use std::str::FromStr;
+
+use crate::NameError;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Platform {
+    Linux64,
+    LinuxAarch64,
+    Win64,
+}
+
+impl Platform {
+    /// Every platform, in the order messages list them.
+    pub const ALL: &'static [Platform] =
+        &[Platform::Linux64, Platform::LinuxAarch64, Platform::Win64];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Platform::Linux64 => "linux-64",
+            Platform::LinuxAarch64 => "linux-aarch64",
+            Platform::Win64 => "win-64",
+        }
+    }
+
+    /// `linux-64, linux-aarch64, win-64`: what a message says a platform must be.
+    pub fn names() -> String {
+        Platform::ALL
+            .iter()
+            .map(|p| p.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+impl fmt::Display for Platform {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // `pad`, so table columns (`{:<18}`) line up.
+        f.pad(self.as_str())
+    }
+}
+
+impl FromStr for Platform {
+    type Err = NameError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Platform::ALL
+            .iter()
+            .copied()
+            .find(|p| p.as_str() == s)
+            .ok_or_else(|| NameError::Platform(s.to_owned()))
+    }
+}
+
+impl serde::Serialize for Platform {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Platform {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        s.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip() {
+        for p in Platform::ALL {
+            assert_eq!(p.as_str().parse::<Platform>().unwrap(), *p);
+            let json = serde_json::to_string(p).unwrap();
+            assert_eq!(serde_json::from_str::<Platform>(&json).unwrap(), *p);
+        }
+        assert_eq!(
+            "mac-64".parse::<Platform>().unwrap_err().to_string(),
+            "platform \"mac-64\" is not one of linux-64, linux-aarch64, win-64"
+        );
+        assert_eq!(format!("{:<10}|", Platform::Win64), "win-64    |");
+    }
+}
