@@ -35,10 +35,10 @@ pub fn read_regular_to_string(path: &Path) -> anyhow::Result<String> {
 
 /// Streams a file through sha256; a FIFO or a directory is refused, never waited on.
 pub fn hash_file(path: &Path) -> anyhow::Result<vouch_core::Sha256Digest> {
-    let mut hasher = vouch_core::Sha256Hasher::new();
-    let mut f = vouch_verify::open_regular(path).with_context(|| format!("opening {path:?}"))?;
-    std::io::copy(&mut f, &mut hasher).with_context(|| format!("reading {path:?}"))?;
-    Ok(hasher.finish())
+    let f = vouch_verify::open_regular(path).with_context(|| format!("opening {path:?}"))?;
+    let (digest, _) =
+        vouch_core::Sha256Digest::of_reader(f).with_context(|| format!("reading {path:?}"))?;
+    Ok(digest)
 }
 
 /// Writes a release file (0644) atomically through `vouch_fs`, the one output helper.
@@ -125,7 +125,7 @@ pub fn default_cache_dir(explicit: Option<PathBuf>) -> PathBuf {
 /// In GitHub Actions only the event GitHub reports counts (a flag cannot raise it); elsewhere
 /// `--event push` does. Everything else (pull requests, local builds, rebuilds) is untrusted.
 pub fn trust_level(event: Option<&str>) -> vouch_build::TrustLevel {
-    let in_actions = std::env::var("GITHUB_ACTIONS").is_ok_and(|v| v == "true");
+    let in_actions = vouch_core::ci::in_github_actions();
     let event = if in_actions {
         std::env::var("GITHUB_EVENT_NAME").ok()
     } else {
@@ -211,12 +211,9 @@ impl ScopeArgs {
                 .map_err(|source| CacheCmdError::EventPayload { path: p, source })?,
                 None => serde_json::Value::Null,
             };
-            let pr = payload["pull_request"]["number"].as_u64().or_else(|| {
-                git_ref
-                    .strip_prefix("refs/pull/")
-                    .and_then(|r| r.split('/').next())
-                    .and_then(|n| n.parse().ok())
-            });
+            let pr = payload["pull_request"]["number"]
+                .as_u64()
+                .or_else(|| vouch_core::ci::pull_number(&git_ref));
             let default_branch = payload["repository"]["default_branch"]
                 .as_str()
                 .map(str::to_owned)
@@ -260,10 +257,8 @@ impl ScopeArgs {
             )));
         }
         if let ("pull_request", Some(r)) = (event, self.git_ref.as_deref()) {
-            let n = r
-                .strip_prefix("refs/pull/")
-                .and_then(|rest| rest.split_once('/'))
-                .and_then(|(n, _)| n.parse::<u64>().ok());
+            // A full ref (`refs/pull/N/merge` or `/head`), not a bare number.
+            let n = vouch_core::ci::pull_number(r).filter(|_| r.matches('/').count() >= 3);
             if n.is_none() || n != self.pr {
                 return Err(usage(format!(
                     "--ref {r:?} is not refs/pull/<N>/… for --pr {}",

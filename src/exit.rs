@@ -352,7 +352,9 @@ impl Classify for vouch_cell::CellError {
             C::NoToolchain { .. } => Some(Status::Usage),
             C::Io { .. } | C::ReuseDir { .. } => Some(Status::Io),
             C::LibraryPath(_) => Some(Status::InvalidInput),
-            C::Unpack { .. } | C::Toolchain { .. } | C::Build { .. } => None,
+            // Boxed sources do not downcast to their type along the chain: decide here.
+            C::Unpack { source, .. } | C::Build { source, .. } => source.status(),
+            C::Toolchain { source, .. } => source.status(),
         }
     }
 }

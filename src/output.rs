@@ -56,7 +56,7 @@ pub fn mask(secret: &str) {
 }
 
 fn in_actions() -> bool {
-    std::env::var("GITHUB_ACTIONS").is_ok_and(|v| v == "true")
+    vouch_core::ci::in_github_actions()
 }
 
 /// Workflow-command escaping (`%`, CR, LF), so a message cannot end the annotation early or

@@ -22,7 +22,7 @@ fn check_sha(flag: &str, sha: &str) -> anyhow::Result<()> {
 }
 
 fn run_context(args: &ContextArgs, claims: &ClaimArgs) -> anyhow::Result<RunContext> {
-    let in_actions = std::env::var("GITHUB_ACTIONS").is_ok_and(|v| v == "true");
+    let in_actions = vouch_core::ci::in_github_actions();
     if in_actions && !args.local {
         // In Actions these come from GITHUB_* and the event payload; a flag that would be
         // overridden silently is refused instead.
@@ -103,8 +103,9 @@ fn run_context(args: &ContextArgs, claims: &ClaimArgs) -> anyhow::Result<RunCont
         )));
     }
     let git_ref = args.git_ref.clone().unwrap_or_else(|| "local".into());
-    if let (Some(n), Some(rest)) = (claims.pr, git_ref.strip_prefix("refs/pull/"))
-        && rest.split('/').next() != Some(n.to_string().as_str())
+    if let Some(n) = claims.pr
+        && git_ref.starts_with("refs/pull/")
+        && vouch_core::ci::pull_number(&git_ref) != Some(n)
     {
         return Err(usage(format!(
             "--ref {git_ref} is another pull request's ref than --pr {n}"

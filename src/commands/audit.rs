@@ -86,18 +86,6 @@ pub fn audit(args: AuditArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
-fn git_head(dir: &std::path::Path) -> Option<String> {
-    let out = std::process::Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(["rev-parse", "HEAD"])
-        .output()
-        .ok()?;
-    out.status
-        .success()
-        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned())
-}
-
 #[derive(serde::Serialize)]
 struct RebuildReport {
     reproduced: bool,
@@ -131,7 +119,7 @@ pub fn rebuild(args: RebuildArgs) -> anyhow::Result<ExitCode> {
     let epoch = verified.statement.claims.source_date_epoch;
     let commit = verified.signer.sha.clone();
     let mut notes = Vec::new();
-    match (git_head(&args.source), &commit) {
+    match (vouch_core::git::head(&args.source), &commit) {
         (Some(head), Some(c)) if &head != c => {
             anyhow::bail!(crate::common::UsageError(format!(
                 "{:?} is at commit {head}, the provenance names {c}; check out that commit",

@@ -124,7 +124,7 @@ fn pull_request(args: &BuildArgs) -> Option<u64> {
     if let Some(pr) = args.cache.scope.trigger().ok().and_then(|t| t.pr) {
         return Some(pr);
     }
-    if std::env::var("GITHUB_ACTIONS").is_ok_and(|v| v == "true") {
+    if vouch_core::ci::in_github_actions() {
         let from_github = crate::cli::ScopeArgs {
             scope_from_github: true,
             event: None,
@@ -145,15 +145,7 @@ fn commit_sha(args: &BuildArgs, source: &Path) -> Option<String> {
     if let Some(s) = std::env::var("GITHUB_SHA").ok().filter(|s| !s.is_empty()) {
         return Some(s);
     }
-    let out = std::process::Command::new("git")
-        .arg("-C")
-        .arg(source)
-        .args(["rev-parse", "HEAD"])
-        .output()
-        .ok()?;
-    out.status
-        .success()
-        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned())
+    vouch_core::git::head(source)
 }
 
 fn build_cell(args: BuildArgs) -> anyhow::Result<ExitCode> {

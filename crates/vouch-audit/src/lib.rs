@@ -175,9 +175,7 @@ pub fn with_causes(e: &(dyn std::error::Error + 'static)) -> String {
 
 /// The sha256 of a regular file; anything else is refused before it is opened.
 fn hash_regular(path: &Path) -> std::io::Result<Sha256Digest> {
-    let mut hasher = vouch_core::Sha256Hasher::new();
-    std::io::copy(&mut vouch_verify::open_regular(path)?, &mut hasher)?;
-    Ok(hasher.finish())
+    Ok(Sha256Digest::of_reader(vouch_verify::open_regular(path)?)?.0)
 }
 
 impl Row {

@@ -19,8 +19,7 @@ use futures_util::StreamExt as _;
 const MAX_ATTEMPTS: u32 = 4;
 const MAX_WAIT: Duration = Duration::from_secs(60);
 
-/// `(bytes so far, expected total)`, e.g. to draw a progress bar (libraries never print).
-pub type ProgressFn = std::sync::Arc<dyn Fn(u64, Option<u64>) + Send + Sync>;
+pub use vouch_core::progress::ProgressFn;
 
 #[derive(Debug, thiserror::Error)]
 pub enum HttpError {

@@ -508,8 +508,8 @@ pub fn check_statement(
             )?;
         }
         if let (Some(pr), Some(r)) = (claims.pr_number, id.git_ref.as_deref())
-            && let Some(rest) = r.strip_prefix("refs/pull/")
-            && rest.split('/').next() != Some(pr.to_string().as_str())
+            && r.starts_with("refs/pull/")
+            && vouch_core::ci::pull_number(r) != Some(pr)
         {
             return Err(VerifyError::new(
                 ErrorKind::Statement,
@@ -523,7 +523,7 @@ pub fn check_statement(
     let vouch = p.pointer(VOUCH_CLAIMS_POINTER).cloned();
     if let (Some(expected), Some(id)) = (policy.pr, id) {
         // The certificate, not only the statement, must say which pull request was built.
-        let want = format!("refs/pull/{expected}/merge");
+        let want = vouch_core::ci::pull_merge_ref(expected);
         if id.git_ref.as_deref() != Some(want.as_str()) {
             return Err(VerifyError::mismatch(
                 ErrorKind::Policy,
