@@ -382,7 +382,7 @@ impl Classify for vouch_cache::StoreError {
         use vouch_cache::StoreError as S;
         Some(match self {
             S::Io { .. } => Status::Io,
-            S::Redis(_) => Status::Environment,
+            S::Redis(_) | S::Backend { .. } => Status::Environment,
             S::BadKey(_) => Status::InvalidInput,
             S::BadSpec(_) | S::NotRedis(_) => Status::Usage,
         })

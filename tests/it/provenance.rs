@@ -907,7 +907,7 @@ fn issue12_bad_inputs_are_refused_before_verifying() {
 
         ----- stderr -----
         error: --key "[TEMP]/signing.pem"
-          caused by: trust-root check failed: the --key file holds a private key; give the public key (`vouch keygen` writes it to <key>.pub)
+          caused by: trust-root check failed: the file holds a private key; give the public key (`vouch keygen` writes it to <key>.pub)
     "#);
     let junk = dir.path().join("junk.pem");
     std::fs::write(&junk, "not a key").unwrap();
@@ -918,7 +918,7 @@ fn issue12_bad_inputs_are_refused_before_verifying() {
 
         ----- stderr -----
         error: --key "[TEMP]/junk.pem"
-          caused by: trust-root check failed: the --key file is not a PEM public key (`-----BEGIN PUBLIC KEY-----`)
+          caused by: trust-root check failed: the file is not a PEM public key (`-----BEGIN PUBLIC KEY-----`)
           caused by: Invalid encoding: failed to parse PEM: malformedframing
     "#);
     // A short commit or a malformed event could never match: usage errors.

@@ -24,6 +24,14 @@ pub enum StoreError {
     },
     #[error("redis store")]
     Redis(#[source] ::redis::RedisError),
+    /// A backend's service failed (unreachable, refused, timed out). New backends report
+    /// here, so adding one needs no new variant and no new exit status.
+    #[error("{backend} store")]
+    Backend {
+        backend: &'static str,
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
     #[error("cache key {0:?} is not a relative path of `[A-Za-z0-9._-]` parts")]
     BadKey(String),
     #[error("store {0:?}: expected {forms}", forms = forms())]
