@@ -144,7 +144,7 @@ pub fn spinner(message: impl Into<String>) -> Spinner {
 impl Spinner {
     /// A callback that turns the spinner into a byte progress bar once a download reports its
     /// size; `None` when nothing is drawn.
-    pub fn bytes_progress(&self) -> Option<vouch_github::ProgressFn> {
+    pub fn bytes_progress(&self) -> Option<vouch_core::progress::ProgressFn> {
         let bar = self.0.clone()?;
         let styled = AtomicBool::new(false);
         Some(std::sync::Arc::new(move |done, total| {
@@ -171,8 +171,8 @@ impl Drop for Spinner {
     }
 }
 
-impl vouch_cell::Step for Spinner {
-    fn bytes_progress(&self) -> Option<vouch_toolchain::ProgressFn> {
+impl vouch_core::progress::Step for Spinner {
+    fn bytes_progress(&self) -> Option<vouch_core::progress::ProgressFn> {
         Spinner::bytes_progress(self)
     }
 }
@@ -180,7 +180,7 @@ impl vouch_cell::Step for Spinner {
 /// How the libraries' progress reaches the terminal (and Actions' annotations and masks).
 pub struct Terminal;
 
-impl vouch_cell::Observer for Terminal {
+impl vouch_core::progress::Reporter for Terminal {
     fn note(&self, message: &str) {
         note(message);
     }
@@ -190,7 +190,7 @@ impl vouch_cell::Observer for Terminal {
     fn secret(&self, value: &str) {
         mask(value);
     }
-    fn step(&self, label: &str) -> Box<dyn vouch_cell::Step> {
+    fn step(&self, label: &str) -> Box<dyn vouch_core::progress::Step> {
         Box::new(spinner(label))
     }
 }

@@ -1,7 +1,7 @@
 //! The scoped compiler cache around one build: a loopback gateway over the store with the
 //! scope policy, the compiler cache pointed at it, and their counters afterwards.
 
-use crate::{CellError, Observer, record::CacheRecord};
+use crate::{CellError, Reporter, record::CacheRecord};
 
 /// What the caller decided: the tool, the store (password already in it) and the scope policy.
 pub struct CacheSetup {
@@ -26,9 +26,9 @@ impl RunningCache {
     pub fn start(
         setup: CacheSetup,
         options: &mut vouch_build::BuildOptions,
-        observer: &dyn Observer,
+        reporter: &dyn Reporter,
     ) -> Result<RunningCache, CellError> {
-        observer.note(&format!(
+        reporter.note(&format!(
             "cache: {} via {} ({})",
             setup.tool.name(),
             setup.store_display,
@@ -40,7 +40,7 @@ impl RunningCache {
             std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
             vouch_cache::DEFAULT_MAX_ENTRY,
         )?;
-        observer.secret(&gateway.url);
+        reporter.secret(&gateway.url);
         let session = vouch_cache::ToolSession::start(setup.tool, &gateway.url)?;
         options.env.extend(session.env.iter().cloned());
         options.launcher = Some(session.binary.clone());
@@ -53,7 +53,7 @@ impl RunningCache {
     }
 
     /// Stops the tool (flushing its writes through the gateway) and reads both counters.
-    pub fn finish(self, observer: &dyn Observer) -> Result<CacheRecord, CellError> {
+    pub fn finish(self, reporter: &dyn Reporter) -> Result<CacheRecord, CellError> {
         let compiler_cache = self
             .session
             .stats()
@@ -61,7 +61,7 @@ impl RunningCache {
             .ok();
         self.session.finish()?;
         let gateway = self.gateway.stats();
-        observer.note(&format!(
+        reporter.note(&format!(
             "cache: {} hits, {} misses, {} writes to {}, {} refused",
             gateway.hits,
             gateway.misses,
@@ -76,7 +76,7 @@ impl RunningCache {
                 _ => None,
             });
         if let (Some(rate), Some(s)) = (hit_rate, &compiler_cache) {
-            observer.note(&format!(
+            reporter.note(&format!(
                 "compiler cache: {} hits, {} misses ({:.1}% hits)",
                 s.hits.unwrap_or(0),
                 s.misses.unwrap_or(0),

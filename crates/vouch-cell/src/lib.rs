@@ -6,7 +6,7 @@
 //! The command line decides the context (which commit, which pull request, which trust
 //! level, which cache store) and passes it in a [`CellJob`]; this crate decides everything
 //! that follows from the profile. It never prints: what a user should see goes to the
-//! caller's [`Observer`].
+//! caller's [`Reporter`].
 
 mod cache;
 mod env;
@@ -20,28 +20,8 @@ use vouch_profile::{Cell, Profile};
 
 pub use cache::{CacheSetup, RunningCache};
 pub use env::expand;
+pub use vouch_core::progress::{Reporter, Step};
 pub use record::{CacheRecord, CellRecord, Durations, Reusable, SCHEMA, find_reusable};
-
-/// Where a cell build reports what a user should see. The CLI prints; tests may collect.
-pub trait Observer {
-    /// A progress line.
-    fn note(&self, message: &str);
-    /// Something the user should act on (an Actions warning annotation in CI).
-    fn warning(&self, message: &str);
-    /// A value that must never appear in logs from here on (the gateway URL's secret path).
-    fn secret(&self, value: &str);
-    /// A long step begins; it ends when the returned guard is dropped. The guard may report
-    /// download progress.
-    fn step(&self, label: &str) -> Box<dyn Step>;
-}
-
-/// A long step in progress (see [`Observer::step`]).
-pub trait Step {
-    /// Byte progress for a download within the step, if the observer draws it.
-    fn bytes_progress(&self) -> Option<vouch_toolchain::ProgressFn> {
-        None
-    }
-}
 
 #[derive(Debug, thiserror::Error)]
 pub enum CellError {
@@ -152,14 +132,14 @@ pub fn install_toolchain(
     cache_root: &Path,
     python: &Path,
     seal_key: Option<&vouch_fs::seal::SealKey>,
-    observer: &dyn Observer,
+    reporter: &dyn Reporter,
 ) -> Result<Option<vouch_toolchain::Installed>, CellError> {
     let Some(spec) = profile.toolchain(cell) else {
         return Ok(None);
     };
     let name = format!("cuda-{}-{}", cell.cuda, cell.platform);
-    observer.note(&format!("toolchain: {name}"));
-    let step = observer.step(&format!("installing the {name} toolchain"));
+    reporter.note(&format!("toolchain: {name}"));
+    let step = reporter.step(&format!("installing the {name} toolchain"));
     let installed = vouch_toolchain::install(&vouch_toolchain::Request {
         spec,
         profile_dir: &profile.dir,
@@ -218,7 +198,7 @@ fn write_record(out: &Path, record: &CellRecord) -> Result<(), CellError> {
 }
 
 /// Builds one cell (or reuses an earlier wheel of it) into `job.out`.
-pub fn build_cell(job: CellJob<'_>, observer: &dyn Observer) -> Result<CellOutcome, CellError> {
+pub fn build_cell(job: CellJob<'_>, reporter: &dyn Reporter) -> Result<CellOutcome, CellError> {
     let started = Instant::now();
     let CellJob {
         profile,
@@ -251,7 +231,7 @@ pub fn build_cell(job: CellJob<'_>, observer: &dyn Observer) -> Result<CellOutco
         .map_err(|e| CellError::Python(Box::new(e)))?;
     check_python(&cell, &python)?;
     let inputs = vouch_profile::inputs_digest(profile, &cell, &source)?;
-    observer.note(&format!(
+    reporter.note(&format!(
         "cell {}: inputs {} ({} files)",
         cell.id, inputs.digest, inputs.files
     ));
@@ -294,7 +274,7 @@ pub fn build_cell(job: CellJob<'_>, observer: &dyn Observer) -> Result<CellOutco
             ..Durations::default()
         };
         write_record(&out, &record)?;
-        observer.note(&format!(
+        reporter.note(&format!(
             "reused {} from {} (same inputs digest)",
             record.wheel,
             dir.display()
@@ -315,12 +295,12 @@ pub fn build_cell(job: CellJob<'_>, observer: &dyn Observer) -> Result<CellOutco
         &options.trust.root(&options.cache_dir),
         &python.executable,
         options.seal_key.as_deref(),
-        observer,
+        reporter,
     )?;
     let toolchain_seconds = toolchain_started.elapsed().as_secs_f64();
 
     let cache = cache
-        .map(|setup| RunningCache::start(setup, &mut options, observer))
+        .map(|setup| RunningCache::start(setup, &mut options, reporter))
         .transpose()?;
     let cell_env = env::cell_env(&cell, installed.as_ref(), options.launcher.as_deref())?;
     if let Some(i) = &installed {
@@ -349,13 +329,13 @@ pub fn build_cell(job: CellJob<'_>, observer: &dyn Observer) -> Result<CellOutco
             exclude: r.exclude.clone(),
         });
     }
-    observer.note(&format!(
+    reporter.note(&format!(
         "building {} for cell {}",
         source.display(),
         cell.id
     ));
     let build_started = Instant::now();
-    let step = observer.step(&format!("building {}", cell.id));
+    let step = reporter.step(&format!("building {}", cell.id));
     let built = vouch_build::build_wheel(&options).map_err(|source| CellError::Build {
         cell: cell.id.clone(),
         source_path: given_source.clone(),
@@ -363,12 +343,12 @@ pub fn build_cell(job: CellJob<'_>, observer: &dyn Observer) -> Result<CellOutco
     })?;
     drop(step);
     let build_seconds = build_started.elapsed().as_secs_f64();
-    let cache = cache.map(|c| c.finish(observer)).transpose()?;
+    let cache = cache.map(|c| c.finish(reporter)).transpose()?;
     if let Some(r) = &built.repair {
         if r.ran {
-            observer.note(&format!("repair: {}", r.detail));
+            reporter.note(&format!("repair: {}", r.detail));
         } else {
-            observer.warning(&format!("{}: {}", cell.id, r.detail));
+            reporter.warning(&format!("{}: {}", cell.id, r.detail));
         }
     }
 
