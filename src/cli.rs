@@ -732,10 +732,14 @@ pub struct FetchArgs {
     /// `FLEXCI_COMMIT_ID`, else the checkout's HEAD, its second parent for a merge).
     #[arg(long)]
     pub from_flexci: bool,
-    /// GitHub API base URL (GitHub Enterprise, tests) [default: https://api.github.com].
+    /// Where the artifacts come from: `github[:API_URL]` or `store:DIR` [default: github].
+    #[arg(long, value_name = "SOURCE", conflicts_with_all = ["api_url", "store"])]
+    pub source: Option<vouch_fetch::SourceSpec>,
+    /// GitHub API base URL (GitHub Enterprise, tests) [default: https://api.github.com]; the
+    /// same as `--source github:URL`.
     #[arg(long, value_name = "URL", conflicts_with = "store")]
     pub api_url: Option<String>,
-    /// Read artifacts from a local store instead of GitHub.
+    /// Read artifacts from a local store instead of GitHub; the same as `--source store:DIR`.
     #[arg(long, value_name = "DIR")]
     pub store: Option<PathBuf>,
     /// File holding the GitHub token. It is read, then deleted (unless --keep-token-file), as

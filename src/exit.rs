@@ -230,6 +230,7 @@ static CLASSIFIERS: &[(&str, Classifier)] = classifiers![
     vouch_attest::SignerError,
     vouch_attest::UnknownSigner,
     vouch_fetch::PinError,
+    vouch_fetch::UnknownSource,
     vouch_workflows::Error,
     vouch_fs::seal::SealError,
     std::io::Error,
@@ -412,7 +413,8 @@ macro_rules! always {
 }
 
 always! {
-    Usage: crate::common::UsageError, vouch_cache::UrlError, vouch_attest::UnknownSigner;
+    Usage: crate::common::UsageError, vouch_cache::UrlError, vouch_attest::UnknownSigner,
+        vouch_fetch::UnknownSource;
     // Malformed values: a scope, an artifact name, a digest, a portable path, a run context.
     InvalidInput: vouch_cache::ScopeError, vouch_core::NameError, vouch_core::DigestError,
         vouch_core::portable_path::PortableNameError, vouch_core::portable_path::Collision,

@@ -13,8 +13,6 @@ use crate::common::read_public_key;
 use crate::exit::{FetchFailed, failure_status};
 use crate::output;
 
-pub const DEFAULT_API_URL: &str = "https://api.github.com";
-
 /// The events vouch builds under (see `vouch plan --event`), so the only ones a fetch can find.
 const FETCH_EVENTS: &[&str] = &["push", "pull_request", "workflow_dispatch", "schedule"];
 
@@ -119,17 +117,27 @@ impl FetchArgs {
     }
 
     fn source(&self, spinner: &output::Spinner) -> anyhow::Result<Box<dyn ArtifactSource>> {
-        Ok(match &self.store {
-            Some(dir) => Box::new(vouch_fetch::LocalStore { root: dir.clone() }),
-            None => {
-                let api = self.api_url.as_deref().unwrap_or(DEFAULT_API_URL);
-                let mut client = vouch_github::GithubClient::new(api, self.token())?;
-                if let Some(f) = spinner.bytes_progress() {
-                    client = client.with_progress(f);
-                }
-                Box::new(client)
+        use vouch_fetch::{SOURCES, SourceSpec};
+        let spec = match (&self.source, &self.store) {
+            (Some(spec), _) => spec.clone(),
+            // The path as given, not as text: a store may live under any name.
+            (None, Some(dir)) => {
+                return Ok(Box::new(vouch_fetch::LocalStore { root: dir.clone() }));
             }
-        })
+            (None, None) => {
+                let github = SOURCES
+                    .iter()
+                    .find(|k| k.name == "github")
+                    .expect("built in");
+                SourceSpec::of(github, self.api_url.clone())
+            }
+        };
+        let inputs = vouch_fetch::SourceInputs {
+            // Asked only when the source wants one: the environment warning means nothing else.
+            token: spec.kind().needs_token.then(|| self.token()).flatten(),
+            progress: spinner.bytes_progress(),
+        };
+        Ok(spec.open(inputs)?)
     }
 
     fn verify_config(&self) -> anyhow::Result<VerifyConfig> {

@@ -1570,3 +1570,46 @@ fn issue12_key_signed_pr_provenance_fetches() {
         b"key-signed pr wheel"
     );
 }
+
+/// `--source NAME[:ARG]` reaches every registered source: `store:DIR` reads the same artifact
+/// `--store DIR` does, `github:URL` the same as `--api-url URL`, and a source nobody registered
+/// is a usage error that lists the ones there are.
+#[test]
+fn issue13_source_spec_reaches_every_registered_source() {
+    let w = World::new();
+    w.push_build();
+    let gh = w.github();
+    for spec in [
+        format!("store:{}", w.store.display()),
+        format!("github:{}", gh.url),
+    ] {
+        let out = w.dir.path().join(format!("out-{}", rand_suffix()));
+        let token = w.dir.path().join(format!("token-{}", rand_suffix()));
+        std::fs::write(&token, TOKEN).unwrap();
+        let r = run(vouch()
+            .args(["fetch", "--repo", REPO, "--source", &spec])
+            .arg("--token-file")
+            .arg(&token)
+            .arg("--trust-root")
+            .arg(&w.root)
+            .arg("--out")
+            .arg(&out)
+            .args(PUSH));
+        assert_eq!(r.code, 0, "{spec}: {}", r.stderr);
+        assert_eq!(
+            std::fs::read(out.join(WHEEL)).unwrap(),
+            b"the wheel",
+            "{spec}"
+        );
+    }
+    vouch_snapshot!(vouch().args(["fetch", "--source", "s3:bucket", "--out", "x"]), @r#"
+    success: false
+    exit_code: 2
+    ----- stdout -----
+
+    ----- stderr -----
+    error: invalid value 's3:bucket' for '--source <SOURCE>': "s3:bucket": expected `github[:API_URL]` or `store:DIR`
+
+    For more information, try '--help'.
+    "#);
+}

@@ -20,8 +20,8 @@ use vouch_profile::{Cell, Profile};
 
 pub use cache::{CacheSetup, RunningCache};
 pub use env::expand;
-pub use vouch_core::progress::{Reporter, Step};
 pub use record::{CacheRecord, CellRecord, Durations, Reusable, SCHEMA, find_reusable};
+pub use vouch_core::progress::{Reporter, Step};
 
 #[derive(Debug, thiserror::Error)]
 pub enum CellError {

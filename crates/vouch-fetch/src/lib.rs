@@ -28,7 +28,10 @@ use vouch_verify::{Trust, TrustSpec, Verified, VerifyError};
 pub use extract::{ExtractLimits, extract_safely};
 pub use install::{InstallError, pip_install_verified};
 pub use pin::{PinError, pin};
-pub use source::{ArtifactSource, BoxFuture, LocalStore, RunInfo, publish};
+pub use source::{
+    ArtifactSource, BoxFuture, LocalStore, RunInfo, SOURCES, SourceInputs, SourceKind, SourceSpec,
+    UnknownSource, publish,
+};
 pub use vouch_github::{Artifact, Run, Workflow};
 
 /// What the consumer expects to find.

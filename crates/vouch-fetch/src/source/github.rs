@@ -4,8 +4,25 @@ use std::path::Path;
 
 use vouch_github::{Artifact, Download, GithubClient, Run, Workflow};
 
-use super::{ArtifactSource, BoxFuture};
+use super::{ArtifactSource, BoxFuture, SourceInputs, SourceKind};
 use crate::FetchError;
+
+/// GitHub's public API, unless the spec names another (GitHub Enterprise, a test double).
+pub const DEFAULT_API_URL: &str = "https://api.github.com";
+
+/// `github` or `github:API_URL`.
+pub const KIND: SourceKind = SourceKind::new("github", Some("API_URL"), true, true, open);
+
+fn open(
+    api_url: Option<&str>,
+    inputs: SourceInputs,
+) -> Result<Box<dyn ArtifactSource>, FetchError> {
+    let mut client = GithubClient::new(api_url.unwrap_or(DEFAULT_API_URL), inputs.token)?;
+    if let Some(progress) = inputs.progress {
+        client = client.with_progress(progress);
+    }
+    Ok(Box::new(client))
+}
 
 /// An artifact zip larger than this is not downloaded to the end.
 const MAX_ARTIFACT_BYTES: u64 = 8 << 30;

@@ -1,5 +1,7 @@
 //! Where artifacts come from. The pipeline sees only [`ArtifactSource`]; each source lives in
-//! its own module and is registered below with one `mod`/`pub use` pair.
+//! its own module with a [`SourceKind`] (how it is spelled and opened), registered in
+//! [`SOURCES`]. Adding a source: a module, its `mod` line and its entry in [`SOURCES`];
+//! `vouch fetch --source NAME[:ARG]` then reaches it.
 //!
 //! A source answers with the GitHub API's typed shapes ([`Workflow`], [`Artifact`], [`Run`]),
 //! because pinning decides on exactly those fields; a source that cannot vouch for a field
@@ -8,7 +10,10 @@
 use std::future::Future;
 use std::path::Path;
 use std::pin::Pin;
+use std::str::FromStr;
 
+use secrecy::SecretString;
+use vouch_core::progress::ProgressFn;
 use vouch_github::{Artifact, Download, Run, Workflow};
 
 use crate::FetchError;
@@ -17,6 +22,128 @@ mod github;
 mod store;
 
 pub use store::{LocalStore, RunInfo, publish};
+
+/// Every source, in the order their spellings are listed in messages.
+pub const SOURCES: &[&SourceKind] = &[&github::KIND, &store::KIND];
+
+/// What the caller can hand a source as it opens; each source takes what it needs.
+#[derive(Default)]
+pub struct SourceInputs {
+    /// Given only to sources that ask for one ([`SourceKind::needs_token`]).
+    pub token: Option<SecretString>,
+    /// Download progress, when someone draws it.
+    pub progress: Option<ProgressFn>,
+}
+
+type OpenFn = fn(Option<&str>, SourceInputs) -> Result<Box<dyn ArtifactSource>, FetchError>;
+
+/// One kind of source: how it is spelled (`NAME` or `NAME:ARG`) and how it is opened.
+pub struct SourceKind {
+    pub name: &'static str,
+    /// How the argument reads in messages (`DIR`); `None` when it takes none.
+    pub arg: Option<&'static str>,
+    /// Whether the argument may be left out.
+    pub arg_optional: bool,
+    /// Whether it talks to a service that wants the caller's token.
+    pub needs_token: bool,
+    open: OpenFn,
+}
+
+impl SourceKind {
+    pub const fn new(
+        name: &'static str,
+        arg: Option<&'static str>,
+        arg_optional: bool,
+        needs_token: bool,
+        open: OpenFn,
+    ) -> SourceKind {
+        SourceKind {
+            name,
+            arg,
+            arg_optional,
+            needs_token,
+            open,
+        }
+    }
+
+    fn spelling(&self) -> String {
+        match (self.arg, self.arg_optional) {
+            (Some(arg), true) => format!("`{}[:{arg}]`", self.name),
+            (Some(arg), false) => format!("`{}:{arg}`", self.name),
+            (None, _) => format!("`{}`", self.name),
+        }
+    }
+}
+
+/// A source as named (`github`, `github:URL`, `store:DIR`): which kind, and its argument.
+#[derive(Clone)]
+pub struct SourceSpec {
+    kind: &'static SourceKind,
+    arg: Option<String>,
+}
+
+impl std::fmt::Debug for SourceSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.kind.name)?;
+        match &self.arg {
+            Some(arg) => write!(f, ":{arg}"),
+            None => Ok(()),
+        }
+    }
+}
+
+/// A source spelling that names no source (or leaves out its argument).
+#[derive(Debug, thiserror::Error)]
+#[error("{value:?}: expected {}", SOURCES.iter().map(|k| k.spelling()).collect::<Vec<_>>().join(" or "))]
+pub struct UnknownSource {
+    pub value: String,
+}
+
+impl FromStr for SourceSpec {
+    type Err = UnknownSource;
+
+    fn from_str(value: &str) -> Result<SourceSpec, UnknownSource> {
+        let (name, arg) = match value.split_once(':') {
+            Some((name, arg)) => (name, Some(arg)),
+            None => (value, None),
+        };
+        let unknown = || UnknownSource {
+            value: value.to_owned(),
+        };
+        let kind = SOURCES
+            .iter()
+            .find(|k| k.name == name)
+            .ok_or_else(unknown)?;
+        let fits = match (kind.arg, arg) {
+            (None, None) => true,
+            (Some(_), Some(a)) => !a.is_empty(),
+            (Some(_), None) => kind.arg_optional,
+            (None, Some(_)) => false,
+        };
+        if !fits {
+            return Err(unknown());
+        }
+        Ok(SourceSpec {
+            kind,
+            arg: arg.map(str::to_owned),
+        })
+    }
+}
+
+impl SourceSpec {
+    /// `kind` with `arg`; for callers that take the argument from a flag of their own.
+    pub fn of(kind: &'static SourceKind, arg: Option<String>) -> SourceSpec {
+        SourceSpec { kind, arg }
+    }
+
+    pub fn kind(&self) -> &'static SourceKind {
+        self.kind
+    }
+
+    pub fn open(&self, inputs: SourceInputs) -> Result<Box<dyn ArtifactSource>, FetchError> {
+        (self.kind.open)(self.arg.as_deref(), inputs)
+    }
+}
 
 /// A boxed future, so that sources can be chosen at run time (`&dyn ArtifactSource`).
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -50,5 +177,48 @@ pub trait ArtifactSource: Send + Sync {
     /// Remote requests made so far (reported to the user; a local source makes none).
     fn api_calls(&self) -> u64 {
         0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spellings_pick_a_source_or_say_what_is_expected() {
+        let cases: &[(&str, Option<(&str, Option<&str>)>)] = &[
+            ("github", Some(("github", None))),
+            (
+                "github:http://127.0.0.1:8080",
+                Some(("github", Some("http://127.0.0.1:8080"))),
+            ),
+            (
+                "store:/srv/artifacts",
+                Some(("store", Some("/srv/artifacts"))),
+            ),
+            (
+                "store:C:\\artifacts",
+                Some(("store", Some("C:\\artifacts"))),
+            ),
+            ("store", None),
+            ("store:", None),
+            ("github:", None),
+            ("s3:bucket", None),
+            ("", None),
+        ];
+        for (value, want) in cases {
+            let got = value.parse::<SourceSpec>();
+            match (want, got) {
+                (Some((name, arg)), Ok(spec)) => {
+                    assert_eq!(spec.kind().name, *name, "{value}");
+                    assert_eq!(spec.arg.as_deref(), *arg, "{value}");
+                }
+                (None, Err(e)) => assert_eq!(
+                    e.to_string(),
+                    format!("{value:?}: expected `github[:API_URL]` or `store:DIR`")
+                ),
+                (want, got) => panic!("{value}: expected {want:?}, got {got:?}"),
+            }
+        }
     }
 }

@@ -8,8 +8,16 @@ use serde::de::DeserializeOwned;
 use serde_json::json;
 use vouch_github::{Artifact, Download, Run, Workflow};
 
-use super::{ArtifactSource, BoxFuture};
+use super::{ArtifactSource, BoxFuture, SourceInputs, SourceKind};
 use crate::FetchError;
+
+/// `store:DIR`: a directory laid out like GitHub's artifact API (what `vouch publish` writes).
+pub const KIND: SourceKind = SourceKind::new("store", Some("DIR"), false, false, open);
+
+fn open(dir: Option<&str>, _: SourceInputs) -> Result<Box<dyn ArtifactSource>, FetchError> {
+    let root = PathBuf::from(dir.expect("the spec's argument is required"));
+    Ok(Box::new(LocalStore { root }))
+}
 
 /// `<root>/workflows/<file>.json`, `<root>/runs/<id>.json`, `<root>/artifacts/<id>.json` and
 /// `<root>/artifacts/<id>.zip`, with the GitHub API's shapes.
