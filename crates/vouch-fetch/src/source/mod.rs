@@ -186,7 +186,9 @@ mod tests {
 
     #[test]
     fn spellings_pick_a_source_or_say_what_is_expected() {
-        let cases: &[(&str, Option<(&str, Option<&str>)>)] = &[
+        // (spelling, the source and argument it names; `None`: refused)
+        type Case<'a> = (&'a str, Option<(&'a str, Option<&'a str>)>);
+        let cases: &[Case] = &[
             ("github", Some(("github", None))),
             (
                 "github:http://127.0.0.1:8080",
