@@ -1,7 +1,6 @@
 //! Helpers the commands share. A command module imports from here (and from `cli`, `output`,
 //! `exit`, `token_files`), never from another command module.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
@@ -138,19 +137,9 @@ pub fn trust_level(event: Option<&str>) -> vouch_build::TrustLevel {
     }
 }
 
-/// Errors of the scope flags and `cache` subcommands that are not usage errors.
+/// Errors of the `cache` subcommands that are not usage errors.
 #[derive(Debug, thiserror::Error)]
 pub enum CacheCmdError {
-    #[error(
-        "--scope-from-github: {0} is not set; run inside GitHub Actions, or give --event (and --ref, --pr, --base-ref)"
-    )]
-    NotInActions(&'static str),
-    #[error("--scope-from-github: the event payload {path:?} is not JSON")]
-    EventPayload {
-        path: String,
-        #[source]
-        source: serde_json::Error,
-    },
     /// The URL is shown without its path: that is the gateway's secret.
     #[error("cannot read the gateway's counters from {url}")]
     Stats {
@@ -199,36 +188,10 @@ pub fn store_with_password(spec: &str, file: Option<&Path>) -> anyhow::Result<St
 impl ScopeArgs {
     pub fn trigger(&self) -> anyhow::Result<Trigger> {
         if self.scope_from_github {
-            let env: BTreeMap<String, String> = std::env::vars().collect();
-            let get = |k: &str| env.get(k).cloned().filter(|v| !v.is_empty());
-            let event =
-                get("GITHUB_EVENT_NAME").ok_or(CacheCmdError::NotInActions("GITHUB_EVENT_NAME"))?;
-            let git_ref = get("GITHUB_REF").unwrap_or_default();
-            let payload: serde_json::Value = match get("GITHUB_EVENT_PATH") {
-                Some(p) => serde_json::from_str(
-                    &std::fs::read_to_string(&p).with_context(|| format!("reading {p:?}"))?,
-                )
-                .map_err(|source| CacheCmdError::EventPayload { path: p, source })?,
-                None => serde_json::Value::Null,
-            };
-            let pr = payload["pull_request"]["number"]
-                .as_u64()
-                .or_else(|| vouch_core::ci::pull_number(&git_ref));
-            let default_branch = payload["repository"]["default_branch"]
-                .as_str()
-                .map(str::to_owned)
-                .unwrap_or_else(|| self.default_branch.clone());
-            let from_fork = payload["workflow_run"]["head_repository"]["fork"]
-                .as_bool()
-                .unwrap_or(false);
-            return Ok(Trigger {
-                event,
-                git_ref,
-                pr,
-                base_ref: get("GITHUB_BASE_REF"),
-                default_branch,
-                from_fork,
-            });
+            return Trigger::from_github_actions(|k| std::env::var(k).ok(), &self.default_branch)
+                .context(
+                    "--scope-from-github: run inside GitHub Actions, or give --event (and --ref, --pr, --base-ref)",
+                );
         }
         let event = self.event.clone().ok_or_else(|| {
             usage("give --event (and --ref, --pr, --base-ref) or --scope-from-github")

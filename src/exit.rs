@@ -221,6 +221,7 @@ static CLASSIFIERS: &[(&str, Classifier)] = classifiers![
     vouch_cache::ToolError,
     vouch_cache::UrlError,
     vouch_cache::ScopeError,
+    vouch_cache::TriggerError,
     vouch_core::NameError,
     vouch_core::DigestError,
     vouch_core::portable_path::PortableNameError,
@@ -247,8 +248,7 @@ impl Classify for crate::common::CacheCmdError {
     fn status(&self) -> Option<Status> {
         use crate::common::CacheCmdError as C;
         Some(match self {
-            C::NotInActions(_) | C::Stats { .. } => Status::Environment,
-            C::EventPayload { .. } => Status::InvalidInput,
+            C::Stats { .. } => Status::Environment,
         })
     }
 }
@@ -374,6 +374,17 @@ impl Classify for vouch_toolchain::ToolchainError {
             | T::Wheel { .. }
             | T::Empty
             | T::Layout(_) => Status::InvalidInput,
+        })
+    }
+}
+
+impl Classify for vouch_cache::TriggerError {
+    fn status(&self) -> Option<Status> {
+        use vouch_cache::TriggerError as T;
+        Some(match self {
+            T::NotInActions(_) => Status::Environment,
+            T::ReadPayload { .. } => Status::Io,
+            T::Payload { .. } => Status::InvalidInput,
         })
     }
 }
@@ -509,7 +520,7 @@ mod tests {
                 Status::Environment,
             ),
             (
-                crate::common::CacheCmdError::NotInActions("GITHUB_EVENT_NAME").into(),
+                vouch_cache::TriggerError::NotInActions("GITHUB_EVENT_NAME").into(),
                 Status::Environment,
             ),
             (

@@ -9,6 +9,7 @@ mod gateway_url;
 mod scope;
 mod store;
 mod tools;
+mod trigger;
 
 pub use check::{CheckReport, check_redis_fence};
 pub use gateway::{
@@ -21,3 +22,4 @@ pub use store::{
     check_store_spec,
 };
 pub use tools::{Tool, ToolError, ToolSession, ToolStats, read_tool_stats, tool_env};
+pub use trigger::TriggerError;
