@@ -1024,7 +1024,8 @@ fn refuses_plain_http_api_off_loopback() {
             ----- stderr -----
             looking for cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111 from .github/workflows/ci.yml (push of cupy/cupy)
             warning: using the token from $GH_TOKEN; prefer --token-file (environment variables leak into child processes)
-            error: API URL http://api.example.invalid/: plain http is only allowed on loopback (the token would travel in clear)
+            error: GitHub API
+              caused by: API URL http://api.example.invalid/: plain http is only allowed on loopback (the token would travel in clear)
         "#);
 }
 
