@@ -420,9 +420,6 @@ pub fn parse_set(s: &str) -> Result<(String, String), String> {
     }
 }
 
-/// The cache mode a job triggered by `event` runs with; events vouch does not build for are
-/// refused rather than guessed.
-
 #[derive(Subcommand, Debug)]
 pub enum WorkflowsCommand {
     /// Write the trigger, build and dispatch workflows for the profile.

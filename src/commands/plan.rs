@@ -62,6 +62,8 @@ pub fn inputs(args: InputsArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// The cache mode a job triggered by `event` runs with; events vouch does not build for are
+/// refused rather than guessed.
 fn cache_mode(event: &str) -> anyhow::Result<&'static str> {
     match event {
         "push" | "workflow_dispatch" | "schedule" => Ok("trusted"),

@@ -36,7 +36,12 @@ impl FlexciJob {
     pub fn commit(&self) -> (Option<String>, &'static str) {
         commit_with(
             |v| std::env::var(v).ok(),
-            || git(&["rev-list", "--parents", "-n", "1", "HEAD"]),
+            || {
+                vouch_core::git::output(
+                    std::path::Path::new("."),
+                    &["rev-list", "--parents", "-n", "1", "HEAD"],
+                )
+            },
         )
     }
 }
@@ -46,7 +51,9 @@ fn detect_with(var: impl Fn(&str) -> Option<String>) -> Option<FlexciJob> {
     if !VARS.iter().any(|v| set(v)) {
         return None;
     }
-    let pr = var("FLEXCI_BRANCH").as_deref().and_then(pr_of_ref);
+    let pr = var("FLEXCI_BRANCH")
+        .as_deref()
+        .and_then(vouch_core::ci::pull_number);
     Some(FlexciJob { pr })
 }
 
@@ -64,22 +71,6 @@ fn commit_with(
         if ids.len() == 3 { ids[2] } else { ids[0] }.to_owned()
     });
     (head, "the checkout's HEAD")
-}
-
-/// `refs/pull/<N>/head` or `refs/pull/<N>/merge` -> N.
-pub fn pr_of_ref(r: &str) -> Option<u64> {
-    r.strip_prefix("refs/pull/")?
-        .split('/')
-        .next()?
-        .parse()
-        .ok()
-}
-
-fn git(args: &[&str]) -> Option<String> {
-    let out = std::process::Command::new("git").args(args).output().ok()?;
-    out.status
-        .success()
-        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned())
 }
 
 #[cfg(test)]
