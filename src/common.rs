@@ -210,10 +210,7 @@ impl ScopeArgs {
     /// Refuses flags the event's policy would ignore: `--event push --pr 7` must not quietly
     /// become a trusted build that writes `branch/<name>`.
     fn check_consistent(&self, event: &str) -> anyhow::Result<()> {
-        let push_like = matches!(
-            event,
-            "push" | "workflow_dispatch" | "schedule" | "merge_group"
-        );
+        let push_like = vouch_core::ci::BRANCH_EVENTS.contains(&event);
         if push_like && (self.pr.is_some() || self.base_ref.is_some()) {
             return Err(usage(format!(
                 "--pr and --base-ref describe a pull request; a {event} build's scope comes from --ref alone"

@@ -13,9 +13,6 @@ use crate::common::read_public_key;
 use crate::exit::{FetchFailed, failure_status};
 use crate::output;
 
-/// The events vouch builds under (see `vouch plan --event`), so the only ones a fetch can find.
-const FETCH_EVENTS: &[&str] = &["push", "pull_request", "workflow_dispatch", "schedule"];
-
 impl FetchArgs {
     fn expectation(&self) -> anyhow::Result<Expectation> {
         let usage = |m: String| crate::common::UsageError(m);
@@ -39,10 +36,10 @@ impl FetchArgs {
             .clone()
             .ok_or_else(|| usage("--repo OWNER/NAME is required".into()))?;
         let event = event.ok_or_else(|| usage("--event is required (or --from-flexci)".into()))?;
-        if !FETCH_EVENTS.contains(&event.as_str()) {
+        if !vouch_core::ci::BUILD_EVENTS.contains(&event.as_str()) {
             anyhow::bail!(usage(format!(
                 "--event {event:?}: expected one of {} (the events vouch builds under)",
-                FETCH_EVENTS.join(", ")
+                vouch_core::ci::BUILD_EVENTS.join(", ")
             )));
         }
         let sha = sha.ok_or_else(|| {

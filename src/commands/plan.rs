@@ -66,8 +66,8 @@ pub fn inputs(args: InputsArgs) -> anyhow::Result<ExitCode> {
 /// refused rather than guessed.
 fn cache_mode(event: &str) -> anyhow::Result<&'static str> {
     match event {
-        "push" | "workflow_dispatch" | "schedule" => Ok("trusted"),
         "pull_request" => Ok("pr"),
+        e if vouch_core::ci::BUILD_EVENTS.contains(&e) => Ok("trusted"),
         other => anyhow::bail!(crate::common::UsageError(format!(
             "--event {other:?}: expected push, pull_request, workflow_dispatch or schedule \
              (issue_comment and pull_request_target runs never build)"

@@ -147,7 +147,7 @@ impl ScopePolicy {
                     reason: format!("pull request #{n}: writes only its own scope"),
                 }
             }
-            "push" | "workflow_dispatch" | "schedule" | "merge_group" => {
+            e if vouch_core::ci::BRANCH_EVENTS.contains(&e) => {
                 let own = if let Some(b) = t.git_ref.strip_prefix("refs/heads/") {
                     Scope::branch(b)?
                 } else if let Some(tag) = t.git_ref.strip_prefix("refs/tags/") {

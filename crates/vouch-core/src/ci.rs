@@ -13,6 +13,14 @@ pub fn pull_number(git_ref: &str) -> Option<u64> {
     canonical.then(|| n.parse().ok()).flatten()
 }
 
+/// The GitHub events vouch builds (and so signs, and so a consumer can fetch from). Comment
+/// and `pull_request_target` runs never build: they run with the base repository's rights.
+pub const BUILD_EVENTS: &[&str] = &["push", "pull_request", "workflow_dispatch", "schedule"];
+
+/// Events that build a branch or tag of the repository itself (no pull request): their
+/// builds are trusted with their own branch's cache scope.
+pub const BRANCH_EVENTS: &[&str] = &["push", "workflow_dispatch", "schedule", "merge_group"];
+
 /// The ref GitHub builds a pull request's merge commit at.
 pub fn pull_merge_ref(n: u64) -> String {
     format!("refs/pull/{n}/merge")
