@@ -211,6 +211,7 @@ static CLASSIFIERS: &[(&str, Classifier)] = classifiers![
     vouch_github::GithubError,
     vouch_http::HttpError,
     vouch_fetch::InstallError,
+    vouch_audit::RebuildError,
     vouch_profile::ProfileError,
     vouch_wheel::WheelError,
     vouch_build::BuildError,
@@ -296,6 +297,21 @@ impl Classify for vouch_fetch::InstallError {
             I::Resolve { .. } | I::Write { .. } | I::Spawn { .. } => Status::Io,
             I::FileUrl(_) => Status::InvalidInput,
         })
+    }
+}
+
+impl Classify for vouch_audit::RebuildError {
+    fn status(&self) -> Option<Status> {
+        use vouch_audit::RebuildError as R;
+        match self {
+            R::Read { .. } | R::Scratch(_) => Some(Status::Io),
+            R::Verify(e) => e.status(),
+            R::Diff(e) => e.status(),
+            // Someone must check out the commit the provenance names, as with a bad flag.
+            R::WrongCommit { .. } => Some(Status::Usage),
+            // Boxed: it does not downcast along the chain.
+            R::Build(e) => e.status(),
+        }
     }
 }
 

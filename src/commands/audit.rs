@@ -1,8 +1,8 @@
 //! `vouch audit` and `vouch rebuild`.
 
+use std::path::Path;
 use std::process::ExitCode;
 
-use anyhow::Context as _;
 use vouch_audit::{Auditor, Verdict};
 
 use crate::cli::{AuditArgs, RebuildArgs};
@@ -86,84 +86,27 @@ pub fn audit(args: AuditArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
-#[derive(serde::Serialize)]
-struct RebuildReport {
-    reproduced: bool,
-    original: vouch_core::Sha256Digest,
-    rebuilt: vouch_core::Sha256Digest,
-    source_commit: Option<String>,
-    source_date_epoch: Option<u64>,
-    notes: Vec<String>,
-    diff: Option<vouch_wheel::WheelDiff>,
-}
-
 pub fn rebuild(args: RebuildArgs) -> anyhow::Result<ExitCode> {
-    // First the provenance must verify: a rebuild of an unproven claim proves nothing.
     let name = args
         .wheel
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     let policy = args.policy.policy(Some(&vouch_audit::dist_name(&name)))?;
-    let trust = args.policy.trust()?;
-    let digest = crate::common::hash_file(&args.wheel)?;
-    let text = crate::common::read_regular_to_string(&args.bundle)?;
-    let evidence = vouch_verify::parse_evidence(&text, &args.bundle.display().to_string())?;
-    let ev = evidence.first().ok_or_else(|| {
-        vouch_verify::VerifyError::new(
-            vouch_verify::ErrorKind::Bundle,
-            format!("{:?} holds no evidence", args.bundle),
-        )
-    })?;
-    let verified = trust.load()?.verify(&digest, ev, &policy)?;
-    let epoch = verified.statement.claims.source_date_epoch;
-    let commit = verified.signer.sha.clone();
-    let mut notes = Vec::new();
-    match (vouch_core::git::head(&args.source), &commit) {
-        (Some(head), Some(c)) if &head != c => {
-            anyhow::bail!(crate::common::UsageError(format!(
-                "{:?} is at commit {head}, the provenance names {c}; check out that commit",
-                args.source
-            )))
-        }
-        (None, Some(c)) => notes.push(format!(
-            "the source is not a git checkout; it is taken to be commit {c}"
-        )),
-        _ => {}
-    }
-    if epoch.is_none() {
-        notes.push("the provenance records no source_date_epoch; using the source's own".into());
-    }
-    let scratch = tempfile::Builder::new()
-        .prefix("vouch-rebuild-")
-        .tempdir()?;
-    let mut options =
-        crate::common::build_options(&args.source, &scratch.path().join("out"), epoch, &args.env)?;
-    // A CUDA wheel reproduces only at its original build path: --work-dir (or
-    // VOUCH_WORK_DIR) sets it, as in `vouch build`; only without one does the rebuild get a
-    // private directory of its own.
-    if options.work_dir.is_none() {
-        options.work_dir = Some(scratch.path().join("work"));
-    }
-    // Someone else's release runs its own build code: never next to a trusted build's tools.
-    options.trust = vouch_build::TrustLevel::Untrusted;
-    output::note(format!("rebuilding {name} from {}", args.source.display()));
-    let built = vouch_build::build_wheel(&options).context("rebuilding")?;
-    let reproduced = built.sha256 == digest;
-    let diff = if reproduced {
-        None
-    } else {
-        Some(vouch_wheel::diff_wheels(&args.wheel, &built.wheel)?)
-    };
-    let report = RebuildReport {
-        reproduced,
-        original: digest,
-        rebuilt: built.sha256,
-        source_commit: commit,
-        source_date_epoch: epoch,
-        notes,
-        diff,
-    };
+    let trust = args.policy.trust()?.load()?;
+    let report = vouch_audit::rebuild(
+        vouch_audit::Rebuild {
+            wheel: &args.wheel,
+            bundle: &args.bundle,
+            policy: &policy,
+            trust: &trust,
+            // The rebuild picks its own output directory and epoch.
+            options: crate::common::build_options(&args.source, Path::new("."), None, &args.env)?,
+        },
+        &output::Terminal,
+    )?;
+    let reproduced = report.reproduced;
+    let digest = report.original;
     if args.json {
         output::json(&report);
     } else {
@@ -175,7 +118,7 @@ pub fn rebuild(args: RebuildArgs) -> anyhow::Result<ExitCode> {
         } else {
             output::data(format!(
                 "NOT reproduced: original {digest}, rebuilt {}",
-                built.sha256
+                report.rebuilt
             ));
             if let Some(d) = &report.diff {
                 for m in &d.only_in_a {

@@ -1,6 +1,8 @@
 //! `vouch audit`: one verdict per distribution file, from the evidence found next to it,
 //! verified offline against one trust root (loaded once) and an identity policy, in parallel.
 
+mod rebuild;
+
 use std::path::{Path, PathBuf};
 
 use rayon::prelude::*;
@@ -9,6 +11,8 @@ use vouch_core::Sha256Digest;
 use vouch_verify::{
     ErrorKind, Evidence, EvidenceFormat, Policy, PolicyFile, Trust, Verified, VerifyError,
 };
+
+pub use rebuild::{Rebuild, RebuildError, RebuildReport, rebuild};
 
 /// Evidence file suffixes, in the order they are looked for.
 pub const EVIDENCE_SUFFIXES: &[&str] = &[

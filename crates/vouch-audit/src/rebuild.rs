@@ -1,0 +1,155 @@
+//! Rebuilding a released wheel from the source its provenance names, and comparing the bytes.
+//! The provenance must verify first: a rebuild of an unproven claim proves nothing.
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+use vouch_core::Sha256Digest;
+use vouch_core::progress::Reporter;
+use vouch_verify::{Policy, Trust, VerifyError};
+
+/// What a rebuild found.
+#[derive(Debug, Serialize)]
+pub struct RebuildReport {
+    pub reproduced: bool,
+    pub original: Sha256Digest,
+    pub rebuilt: Sha256Digest,
+    /// The commit the provenance names.
+    pub source_commit: Option<String>,
+    /// The epoch the provenance records; the rebuild used it.
+    pub source_date_epoch: Option<u64>,
+    /// What the rebuild had to assume.
+    pub notes: Vec<String>,
+    /// Member by member, when the bytes differ.
+    pub diff: Option<vouch_wheel::WheelDiff>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RebuildError {
+    #[error("{what} {path:?}")]
+    Read {
+        what: &'static str,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Verify(#[from] VerifyError),
+    /// The source is checked out at another commit than the provenance names.
+    #[error(
+        "{source_dir:?} is at commit {head}, the provenance names {commit}; check out that commit"
+    )]
+    WrongCommit {
+        source_dir: PathBuf,
+        head: String,
+        commit: String,
+    },
+    #[error("creating a scratch directory")]
+    Scratch(#[source] std::io::Error),
+    #[error("rebuilding")]
+    Build(#[source] Box<vouch_build::BuildError>),
+    #[error(transparent)]
+    Diff(#[from] vouch_wheel::WheelError),
+}
+
+/// A released wheel, the evidence for it, and how to build it again.
+pub struct Rebuild<'a> {
+    pub wheel: &'a Path,
+    pub bundle: &'a Path,
+    pub policy: &'a Policy,
+    pub trust: &'a Trust,
+    /// The build's options: its source, interpreter, cache directory and work directory. The
+    /// epoch, the output directory and the trust level are decided here.
+    pub options: vouch_build::BuildOptions,
+}
+
+fn read(what: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> RebuildError {
+    let path = path.to_owned();
+    move |source| RebuildError::Read { what, path, source }
+}
+
+/// Verifies the wheel's provenance, builds its source again with the recorded epoch, and
+/// compares the two wheels.
+pub fn rebuild(job: Rebuild<'_>, reporter: &dyn Reporter) -> Result<RebuildReport, RebuildError> {
+    let Rebuild {
+        wheel,
+        bundle,
+        policy,
+        trust,
+        mut options,
+    } = job;
+    let file = vouch_verify::open_regular(wheel).map_err(read("opening", wheel))?;
+    let (digest, _) = Sha256Digest::of_reader(file).map_err(read("reading", wheel))?;
+    let mut text = String::new();
+    std::io::Read::read_to_string(
+        &mut vouch_verify::open_regular(bundle).map_err(read("opening", bundle))?,
+        &mut text,
+    )
+    .map_err(read("reading", bundle))?;
+    let evidence = vouch_verify::parse_evidence(&text, &bundle.display().to_string())?;
+    let ev = evidence.first().ok_or_else(|| {
+        VerifyError::new(
+            vouch_verify::ErrorKind::Bundle,
+            format!("{bundle:?} holds no evidence"),
+        )
+    })?;
+    let verified = trust.verify(&digest, ev, policy)?;
+    let epoch = verified.statement.claims.source_date_epoch;
+    let commit = verified.signer.sha.clone();
+
+    let mut notes = Vec::new();
+    match (vouch_core::git::head(&options.source), &commit) {
+        (Some(head), Some(c)) if &head != c => {
+            return Err(RebuildError::WrongCommit {
+                source_dir: options.source.clone(),
+                head,
+                commit: c.clone(),
+            });
+        }
+        (None, Some(c)) => notes.push(format!(
+            "the source is not a git checkout; it is taken to be commit {c}"
+        )),
+        _ => {}
+    }
+    if epoch.is_none() {
+        notes.push("the provenance records no source_date_epoch; using the source's own".into());
+    }
+
+    let scratch = tempfile::Builder::new()
+        .prefix("vouch-rebuild-")
+        .tempdir()
+        .map_err(RebuildError::Scratch)?;
+    options.out_dir = scratch.path().join("out");
+    options.source_date_epoch = epoch;
+    // A CUDA wheel reproduces only at its original build path: the caller's work directory
+    // sets it; only without one does the rebuild get a private directory of its own.
+    if options.work_dir.is_none() {
+        options.work_dir = Some(scratch.path().join("work"));
+    }
+    // Someone else's release runs its own build code: never next to a trusted build's tools.
+    options.trust = vouch_build::TrustLevel::Untrusted;
+    let name = wheel
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    reporter.note(&format!(
+        "rebuilding {name} from {}",
+        options.source.display()
+    ));
+    let built = vouch_build::build_wheel(&options).map_err(|e| RebuildError::Build(Box::new(e)))?;
+    let reproduced = built.sha256 == digest;
+    let diff = if reproduced {
+        None
+    } else {
+        Some(vouch_wheel::diff_wheels(wheel, &built.wheel)?)
+    };
+    Ok(RebuildReport {
+        reproduced,
+        original: digest,
+        rebuilt: built.sha256,
+        source_commit: commit,
+        source_date_epoch: epoch,
+        notes,
+        diff,
+    })
+}
