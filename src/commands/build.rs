@@ -1,4 +1,4 @@
-//! `vouch build` (a project, or one cell of a profile's matrix) and `vouch toolchain`.
+//! `vouch build`: one project, or one cell of a profile's matrix (run by `vouch-cell`).
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
