@@ -24,19 +24,3 @@ pub trait Step {
         None
     }
 }
-
-/// Reports nothing: for callers with no one to tell.
-pub struct Silent;
-
-struct NoStep;
-
-impl Step for NoStep {}
-
-impl Reporter for Silent {
-    fn note(&self, _: &str) {}
-    fn warning(&self, _: &str) {}
-    fn secret(&self, _: &str) {}
-    fn step(&self, _: &str) -> Box<dyn Step> {
-        Box::new(NoStep)
-    }
-}
