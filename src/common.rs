@@ -158,31 +158,10 @@ pub fn store_with_password(spec: &str, file: Option<&Path>) -> anyhow::Result<St
     };
     let password = std::fs::read_to_string(file)
         .with_context(|| format!("reading the store password file {file:?}"))?;
-    let password: String = password
-        .trim_end_matches(['\n', '\r'])
-        .bytes()
-        .map(|b| {
-            if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
-                (b as char).to_string()
-            } else {
-                format!("%{b:02X}")
-            }
-        })
-        .collect();
-    let (scheme, rest) = spec
-        .split_once("://")
-        .filter(|(s, _)| s.starts_with("redis"))
-        .ok_or_else(|| usage("a password file only applies to redis:// stores"))?;
-    let (user, host) = match rest.split_once('@') {
-        Some((u, _)) if u.contains(':') => {
-            return Err(usage(
-                "the store URL already has a password; give it only in the file",
-            ));
-        }
-        Some((u, h)) => (u, h),
-        None => ("", rest),
-    };
-    Ok(format!("{scheme}://{user}:{password}@{host}"))
+    Ok(vouch_cache::with_password(
+        spec,
+        password.trim_end_matches(['\n', '\r']),
+    )?)
 }
 
 impl ScopeArgs {

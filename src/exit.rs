@@ -412,7 +412,9 @@ impl Classify for vouch_cache::StoreError {
             S::Io { .. } => Status::Io,
             S::Redis(_) | S::Backend { .. } => Status::Environment,
             S::BadKey(_) => Status::InvalidInput,
-            S::BadSpec(_) | S::NotRedis(_) => Status::Usage,
+            S::BadSpec(_) | S::NotRedis(_) | S::PasswordNotTaken | S::PasswordTwice => {
+                Status::Usage
+            }
         })
     }
 }

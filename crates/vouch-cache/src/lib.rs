@@ -19,7 +19,7 @@ pub use gateway_url::{GatewayUrl, UrlError};
 pub use scope::{Scope, ScopeError, ScopePolicy, Trigger};
 pub use store::{
     AnyStore, CacheStore, DirStore, RedisStore, StoreError, check_key, check_redis_spec,
-    check_store_spec,
+    check_store_spec, with_password,
 };
 pub use tools::{Tool, ToolError, ToolSession, ToolStats, read_tool_stats, tool_env};
 pub use trigger::TriggerError;

@@ -32,6 +32,10 @@ pub enum StoreError {
         #[source]
         source: Box<dyn std::error::Error + Send + Sync>,
     },
+    #[error("a password file only applies to redis:// stores")]
+    PasswordNotTaken,
+    #[error("the store URL already has a password; give it only in the file")]
+    PasswordTwice,
     #[error("cache key {0:?} is not a relative path of `[A-Za-z0-9._-]` parts")]
     BadKey(String),
     #[error("store {0:?}: expected {forms}", forms = forms())]
@@ -54,7 +58,7 @@ fn redact(spec: &str) -> String {
 }
 
 pub use dir::DirStore;
-pub use redis::{RedisStore, check_redis_spec};
+pub use redis::{RedisStore, check_redis_spec, with_password};
 
 /// Every store vouch can open. A new backend is a module and one entry here.
 const BACKENDS: &[Backend] = &[dir::BACKEND, redis::BACKEND];
