@@ -5,7 +5,6 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
 use vouch_cache::{ScopePolicy, Trigger};
-
 use vouch_verify::{Accept, Policy, TrustRootSource, TrustSpec};
 
 use crate::cli::{BuildEnvArgs, PolicyArgs, ScopeArgs, ToolEnvArgs};
