@@ -139,6 +139,17 @@ impl SealedVenv {
         let root = venvs.join(format!("py{}-{key}", python.version));
         let seal_path = venvs.join(format!("py{}-{key}.seal.json", python.version));
         std::fs::create_dir_all(venvs).map_err(io(venvs))?;
+        // Builds running at once (parallel CI jobs on one runner, a test suite) would
+        // otherwise see each other's venv between its rename into place and its seal being
+        // written, and take it for a tampered one. Held until this returns.
+        let lock_path = venvs.join(format!(".py{}-{key}.lock", python.version));
+        let lock = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)
+            .map_err(io(&lock_path))?;
+        lock.lock().map_err(io(&lock_path))?;
 
         if root.exists() {
             let started = std::time::Instant::now();
