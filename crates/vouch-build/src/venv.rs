@@ -143,13 +143,7 @@ impl SealedVenv {
         // otherwise see each other's venv between its rename into place and its seal being
         // written, and take it for a tampered one. Held until this returns.
         let lock_path = venvs.join(format!(".py{}-{key}.lock", python.version));
-        let lock = std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&lock_path)
-            .map_err(io(&lock_path))?;
-        lock.lock().map_err(io(&lock_path))?;
+        let _lock = vouch_fs::lock_file(&lock_path).map_err(io(&lock_path))?;
 
         if root.exists() {
             let started = std::time::Instant::now();

@@ -73,14 +73,8 @@ impl WorkDir {
         let parent = root.parent().unwrap_or(Path::new("."));
         std::fs::create_dir_all(parent).map_err(io(parent))?;
         let lock_path = root.with_extension("lock");
-        let lock = File::options()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&lock_path)
-            .map_err(io(&lock_path))?;
         tracing::debug!(dir = %root.display(), "waiting for the work directory lock");
-        lock.lock().map_err(io(&lock_path))?;
+        let lock = vouch_fs::lock_file(&lock_path).map_err(io(&lock_path))?;
         match std::fs::symlink_metadata(root) {
             Ok(meta) if !meta.is_dir() => {
                 return Err(refuse("exists and is not a directory".into()));

@@ -94,6 +94,18 @@ impl io::Read for Output {
     }
 }
 
+/// An exclusive lock on `path` (created if missing, never truncated), held until the returned
+/// file is dropped; blocks while another process holds it.
+pub fn lock_file(path: &Path) -> io::Result<std::fs::File> {
+    let file = std::fs::File::options()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(path)?;
+    file.lock()?;
+    Ok(file)
+}
+
 /// Writes `data` to `dest` atomically with the given mode.
 pub fn write_atomically(dest: &Path, data: &[u8], mode: Mode) -> io::Result<()> {
     let mut out = Output::create(dest, mode)?;

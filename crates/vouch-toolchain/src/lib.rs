@@ -270,13 +270,7 @@ pub fn install(req: &Request<'_>) -> Result<Installed, ToolchainError> {
     // One install of a given key at a time: a second waits, then reuses what the first made,
     // and never removes a tree another build is using.
     let lock_path = root_dir.join(format!("{}-{}.lock", req.name, &key[..16]));
-    let lock = std::fs::File::options()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&lock_path)
-        .map_err(io(&lock_path))?;
-    lock.lock().map_err(io(&lock_path))?;
+    let _lock = vouch_fs::lock_file(&lock_path).map_err(io(&lock_path))?;
 
     if let Some((manifest, checked)) = reusable(&dir, &key, req.seal_key) {
         tracing::info!(
