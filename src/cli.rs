@@ -422,11 +422,50 @@ pub fn parse_set(s: &str) -> Result<(String, String), String> {
 
 #[derive(Subcommand, Debug)]
 pub enum WorkflowsCommand {
-    /// Write the trigger, build and dispatch workflows for the profile.
+    /// Write the trigger, build and sign workflows for the profile.
     Generate(WorkflowsArgs),
     /// Exit 1 (printing a diff) when the workflows on disk are not what `generate` writes, or
     /// when they break a trust rule.
     Check(WorkflowsArgs),
+    /// Show which workflows and jobs an event starts, with what token, secrets and OIDC, and
+    /// what they cause in turn (GitHub's documented rules applied to the workflow files).
+    Explain(ExplainArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct ExplainArgs {
+    #[command(flatten)]
+    pub workflows: WorkflowsArgs,
+    /// Read the files in --out instead of what `generate` would write.
+    #[arg(long)]
+    pub on_disk: bool,
+    /// The event: `issue_comment`, `pull_request` (delivered to pull_request_target
+    /// workflows too), `push`, ...
+    #[arg(long, value_name = "EVENT", value_parser = parse_event_name)]
+    pub event: String,
+    /// The activity type (`created`, `labeled`, `synchronize`, ...) [default: per event].
+    #[arg(long, value_name = "TYPE")]
+    pub action: Option<String>,
+    /// The pull request comes from a fork.
+    #[arg(long)]
+    pub fork: bool,
+    /// The label a `labeled` event adds.
+    #[arg(long, value_name = "LABEL")]
+    pub label: Option<String>,
+    /// The commenter's author association (OWNER, MEMBER, CONTRIBUTOR, ...).
+    #[arg(long, value_name = "ASSOCIATION")]
+    pub actor_association: Option<String>,
+    /// The comment's text [default: /test].
+    #[arg(long, value_name = "TEXT")]
+    pub comment: Option<String>,
+    /// A push's ref [default: refs/heads/main].
+    #[arg(long = "ref", value_name = "REF")]
+    pub git_ref: Option<String>,
+    /// The pull request was labelled after a /test of its previous head.
+    #[arg(long)]
+    pub previously_tested: bool,
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Args, Debug)]
@@ -438,13 +477,6 @@ pub struct WorkflowsArgs {
     /// The workflows directory.
     #[arg(long, default_value = ".github/workflows", value_name = "DIR")]
     pub out: PathBuf,
-    /// The vouch version the workflows install [default: the profile's `workflows.version`].
-    #[arg(long, value_name = "VERSION")]
-    pub vouch_version: Option<String>,
-    /// sha256 of a vouch wheel of that version, once per platform wheel [default: the
-    /// profile's `workflows.sha256`].
-    #[arg(long = "vouch-sha256", value_name = "HEX")]
-    pub vouch_sha256: Vec<String>,
 }
 
 #[derive(Args, Debug, Clone)]

@@ -5,35 +5,15 @@ use std::process::ExitCode;
 
 use vouch_profile::Profile;
 
-use crate::cli::{WorkflowsArgs, WorkflowsCommand};
+use crate::cli::{ExplainArgs, WorkflowsArgs, WorkflowsCommand};
 use crate::output;
 
 fn generated(args: &WorkflowsArgs) -> anyhow::Result<Vec<vouch_workflows::GeneratedFile>> {
     let profile = Profile::load(&args.profile)?;
-    let spec = profile.workflows.clone();
-    let version = args
-        .vouch_version
-        .clone()
-        .or_else(|| spec.as_ref().map(|s| s.version.clone()))
-        .ok_or_else(|| {
-            crate::common::UsageError(format!(
-                "no vouch version: pass --vouch-version or set `[workflows] version` in {:?}",
-                args.profile
-            ))
-        })?;
-    let hashes = if args.vouch_sha256.is_empty() {
-        spec.as_ref().map(|s| s.sha256.clone()).unwrap_or_default()
-    } else {
-        args.vouch_sha256.clone()
-    };
-    let mut options = vouch_workflows::Options::new(
+    let options = vouch_workflows::Options::from_profile(
+        &profile,
         args.profile.to_string_lossy().replace('\\', "/"),
-        version,
-        hashes,
-    );
-    if let Some(package) = spec.and_then(|s| s.package) {
-        options.vouch_package = package;
-    }
+    )?;
     let files = vouch_workflows::generate(&profile, &options)?;
     let violations = vouch_workflows::audit_trust(&files)?;
     if !violations.is_empty() {
@@ -49,8 +29,36 @@ fn generated(args: &WorkflowsArgs) -> anyhow::Result<Vec<vouch_workflows::Genera
     Ok(files)
 }
 
+fn explain(args: &ExplainArgs) -> anyhow::Result<ExitCode> {
+    let files = generated(&args.workflows)?;
+    let files = if args.on_disk {
+        read_on_disk(&args.workflows.out, &files)?
+    } else {
+        files
+    };
+    let mut scenario = vouch_workflows::explain::Scenario::new(&args.event);
+    scenario.action = args.action.clone();
+    scenario.fork = args.fork;
+    scenario.label = args.label.clone();
+    scenario.actor_association = args.actor_association.clone();
+    scenario.comment = args
+        .comment
+        .clone()
+        .or_else(|| (args.event == "issue_comment").then(|| "/test".to_owned()));
+    scenario.git_ref = args.git_ref.clone();
+    scenario.previously_tested = args.previously_tested;
+    let x = vouch_workflows::explain::explain(&files, &scenario)?;
+    if args.json {
+        output::data(serde_json::to_string_pretty(&x)?);
+    } else {
+        output::data(vouch_workflows::explain::render_text(&x).trim_end());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 pub fn run(cmd: WorkflowsCommand) -> anyhow::Result<ExitCode> {
     match cmd {
+        WorkflowsCommand::Explain(args) => explain(&args),
         WorkflowsCommand::Generate(args) => {
             let files = generated(&args)?;
             vouch_workflows::write_files(&args.out, &files)?;
@@ -61,9 +69,21 @@ pub fn run(cmd: WorkflowsCommand) -> anyhow::Result<ExitCode> {
             for (name, why) in vouch_workflows::VARIABLES {
                 output::note(format!("  vars.{name}: {why}"));
             }
-            for (name, why) in vouch_workflows::SECRETS {
-                output::note(format!("  secrets.{name}: {why}"));
+            for (name, home, why) in vouch_workflows::SECRETS {
+                let home = match home {
+                    vouch_workflows::SecretHome::TrustedEnvironment => format!(
+                        "environment {}",
+                        vouch_workflows::TRUSTED_ENVIRONMENT
+                    ),
+                    vouch_workflows::SecretHome::Repository => "repository".to_owned(),
+                };
+                output::note(format!("  secrets.{name} ({home}): {why}"));
             }
+            output::note(format!(
+                "limit the environment {} to these deployment refs: {}",
+                vouch_workflows::TRUSTED_ENVIRONMENT,
+                vouch_workflows::TRUSTED_REFS.join(", ")
+            ));
             output::note(format!(
                 "require the check `{}`; create the label `{}`",
                 vouch_workflows::SENTINEL_JOB,

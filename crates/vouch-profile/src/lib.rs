@@ -137,21 +137,109 @@ pub struct Profile {
     /// `auditwheel repair` settings for Linux cells (run when auditwheel is on PATH).
     #[serde(default)]
     pub repair: Option<RepairSpec>,
-    /// The vouch release the generated workflows install (`vouch workflows generate`).
+    /// What `vouch workflows generate` needs besides the matrix: how the workflows install
+    /// vouch, who may ask for a pull-request build, where builds are dispatched, extra steps.
     #[serde(default)]
     pub workflows: Option<WorkflowsSpec>,
 }
 
-#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, Eq)]
+/// `[workflows]`. Only the shapes are checked here; `vouch-workflows` checks the values
+/// against the matrix (e.g. that PyPI hashes cover every runner platform).
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]
 pub struct WorkflowsSpec {
-    /// The PyPI distribution of vouch [default: vouch-build].
+    /// How the workflows install vouch [default: source].
+    #[serde(default)]
+    pub install: InstallMode,
+    /// `install = "source"`: `cargo install --locked` from this git commit.
+    #[serde(default)]
+    pub source: Option<SourceInstall>,
+    /// `install = "pypi"`: a release, pinned by the sha256 of each runner platform's wheel.
+    #[serde(default)]
+    pub pypi: Option<PypiInstall>,
+    /// Author associations whose `/test` starts a pull-request build [default: OWNER, MEMBER].
+    #[serde(default)]
+    pub trigger_associations: Option<Vec<String>>,
+    /// Where finished, signed builds are announced [default: none].
+    #[serde(default)]
+    pub dispatch: Option<DispatchSpec>,
+    /// Adopter steps in the build jobs (the escape hatch).
+    #[serde(default)]
+    pub steps: StepsSpec,
+}
+
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum InstallMode {
+    /// Build vouch from a pinned commit (works before any release exists).
+    #[default]
+    Source,
+    /// Install a released wheel from PyPI by hash.
+    Pypi,
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct SourceInstall {
+    /// The repository [default: vouch's own].
+    #[serde(default)]
+    pub git: Option<String>,
+    /// The full 40-hex commit.
+    pub rev: String,
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct PypiInstall {
+    /// The distribution [default: vouch-build].
     #[serde(default)]
     pub package: Option<String>,
     /// Its exact version.
     pub version: String,
-    /// sha256 of each platform's wheel of that version (pip `--require-hashes`).
-    pub sha256: Vec<String>,
+    /// sha256 of the wheel per runner platform (`linux-64`, `linux-aarch64`, `win-64`, ...).
+    pub sha256: BTreeMap<String, String>,
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct DispatchSpec {
+    /// `flexci` (a signed webhook, as CuPy's dispatcher sends), `repository` (a GitHub
+    /// repository_dispatch to `vars.VOUCH_TEST_FARM_REPO`) or `none`.
+    pub mode: String,
+    /// `flexci`: the project-to-tags JSON file in the repository, read at the trusted commit.
+    #[serde(default)]
+    pub projects: Option<String>,
+    /// `flexci`: tags served by other CI systems (a request for only these dispatches nothing).
+    #[serde(default)]
+    pub external_tags: Vec<String>,
+    /// `flexci`: the server [default: https://ci.preferred.jp].
+    #[serde(default)]
+    pub uri: Option<String>,
+}
+
+/// Steps the adopter adds around `vouch build` in every build job.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct StepsSpec {
+    #[serde(default)]
+    pub before_build: Vec<StepSpec>,
+    #[serde(default)]
+    pub after_build: Vec<StepSpec>,
+}
+
+/// One adopter step: `run` or `uses` (pinned to a commit), as in a workflow file.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct StepSpec {
+    pub name: String,
+    #[serde(default)]
+    pub run: Option<String>,
+    #[serde(default)]
+    pub uses: Option<String>,
+    #[serde(default)]
+    pub with: BTreeMap<String, String>,
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
 }
 
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq, Eq)]

@@ -7,15 +7,17 @@ use serde::Serialize;
 use yaml_rust2::{Yaml, YamlLoader};
 
 use crate::{
-    Error, GeneratedFile,
-    render::{ATTEST_JOB, TRUSTED_ONLY_SECRETS},
+    Error, GeneratedFile, TRUSTED_ENVIRONMENT, TRUSTED_ONLY_SECRETS, render::SIGNING_JOBS,
 };
 
 /// Events whose workflows run with the base repository's secrets on behalf of someone else's
 /// input: no code from a pull request, no compiler cache.
 const PRIVILEGED_TRIGGERS: &[&str] = &["issue_comment", "pull_request_target"];
 
-/// Permissions only the attest job may hold.
+/// Events whose runs execute the pull request's own workflow file and code.
+const PR_CODE_TRIGGERS: &[&str] = &["pull_request", "pull_request_review", "pull_request_review_comment"];
+
+/// Permissions only the signing jobs ([`SIGNING_JOBS`]) may hold.
 const SIGNING_PERMISSIONS: &[&str] = &["id-token", "attestations"];
 
 /// Text in a `run:` script that fetches repository code.
@@ -47,8 +49,15 @@ const CACHE_ENV_PREFIXES: &[&str] = &["VOUCH_CACHE", "SCCACHE_", "CCACHE_", "RUS
 pub enum Rule {
     /// The workflow's top-level `permissions` is missing or not `{}`.
     TopLevelPermissions,
-    /// A job other than the attest job holds `id-token: write` or `attestations: write`.
+    /// A job other than the signing jobs holds `id-token: write` or `attestations: write`.
     SigningPermissionOutsideAttest,
+    /// A signing job that a pull request's own run can start (its code and YAML are the
+    /// pull request's).
+    SigningJobReachableFromPr,
+    /// A job references a trusted secret without naming the trusted environment, so the
+    /// secret would have to be a repository secret, readable by same-repository pull
+    /// requests that rewrite the workflow.
+    TrustedSecretOutsideEnvironment,
     /// A job that can sign checks out code.
     SigningJobChecksOut,
     /// A job of an `issue_comment`/`pull_request_target` workflow checks out code.
@@ -73,6 +82,8 @@ impl Rule {
         match self {
             Rule::TopLevelPermissions => "top-level-permissions",
             Rule::SigningPermissionOutsideAttest => "signing-permission-outside-attest",
+            Rule::SigningJobReachableFromPr => "signing-job-reachable-from-pr",
+            Rule::TrustedSecretOutsideEnvironment => "trusted-secret-outside-environment",
             Rule::SigningJobChecksOut => "signing-job-checks-out",
             Rule::PrivilegedCheckout => "privileged-checkout",
             Rule::PrivilegedCache => "privileged-cache",
@@ -214,13 +225,25 @@ fn strings<'y>(y: &'y Yaml, out: &mut Vec<&'y str>) {
     }
 }
 
-/// Whether a job's `if:` lets it run only for pushes. Anything less certain counts as
+/// Whether a job's `if:` lets it run only for pushes: the condition, or one of its top-level
+/// `&&` terms, is exactly `github.event_name == 'push'`. Anything less certain counts as
 /// reachable from a pull request.
 fn push_only(job: &Yaml) -> bool {
     as_str(&job["if"]).is_some_and(|c| {
         let c = c.trim();
-        c == "github.event_name == 'push'" || c == "${{ github.event_name == 'push' }}"
+        let c = c
+            .strip_prefix("${{")
+            .and_then(|c| c.strip_suffix("}}"))
+            .unwrap_or(c);
+        !c.contains("||")
+            && !c.contains('(')
+            && c.split("&&")
+                .any(|t| t.trim() == "github.event_name == 'push'")
     })
+}
+
+fn is_signing_job(file: &str, job: &str) -> bool {
+    SIGNING_JOBS.iter().any(|(f, j)| *f == file && *j == job)
 }
 
 fn audit_file(f: &GeneratedFile) -> Result<Vec<Violation>, Error> {
@@ -282,32 +305,62 @@ fn audit_file(f: &GeneratedFile) -> Result<Vec<Violation>, Error> {
         let id = as_str(id).unwrap_or("?");
         let job_ref = Some(id);
         let grants = signing_grants(&job["permissions"]);
-        if !grants.is_empty() && id != ATTEST_JOB {
-            a.push(
-                job_ref,
-                None,
-                Rule::SigningPermissionOutsideAttest,
-                format!(
-                    "grants {} write; only the `{ATTEST_JOB}` job may",
-                    grants.join(" and ")
-                ),
-            );
+        let pr_reachable =
+            on.iter().any(|o| PR_CODE_TRIGGERS.contains(&o.as_str())) && !push_only(job);
+        if !grants.is_empty() {
+            if !is_signing_job(&f.name, id) {
+                let allowed: Vec<String> = SIGNING_JOBS
+                    .iter()
+                    .map(|(f, j)| format!("{f}:{j}"))
+                    .collect();
+                a.push(
+                    job_ref,
+                    None,
+                    Rule::SigningPermissionOutsideAttest,
+                    format!(
+                        "grants {} write; only the signing jobs ({}) may",
+                        grants.join(" and "),
+                        allowed.join(", ")
+                    ),
+                );
+            }
+            if pr_reachable {
+                a.push(
+                    job_ref,
+                    None,
+                    Rule::SigningJobReachableFromPr,
+                    "can sign and can run for a pull request; give it `if: github.event_name == 'push'` (pull requests are signed by the sign workflow)".into(),
+                );
+            }
         }
-        if on.iter().any(|o| o != "push") && !push_only(job) {
-            let mut texts = Vec::new();
-            strings(job, &mut texts);
-            for secret in TRUSTED_ONLY_SECRETS {
-                let needle = format!("secrets.{secret}");
-                if texts.iter().any(|t| t.contains(&needle)) {
-                    a.push(
-                        job_ref,
-                        None,
-                        Rule::TrustedSecretInPrJob,
-                        format!(
-                            "references {needle}, which only a push build may hold; give this job `if: github.event_name == 'push'` or a PR-fenced secret"
-                        ),
-                    );
-                }
+        let mut texts = Vec::new();
+        strings(job, &mut texts);
+        for secret in TRUSTED_ONLY_SECRETS {
+            let needle = format!("secrets.{secret}");
+            if !texts.iter().any(|t| t.contains(&needle)) {
+                continue;
+            }
+            if pr_reachable {
+                a.push(
+                    job_ref,
+                    None,
+                    Rule::TrustedSecretInPrJob,
+                    format!(
+                        "references {needle}, which no job a pull request can start may hold; give this job `if: github.event_name == 'push'` or a PR-fenced secret"
+                    ),
+                );
+            }
+            if as_str(&job["environment"]) != Some(TRUSTED_ENVIRONMENT)
+                && as_str(&job["environment"]["name"]) != Some(TRUSTED_ENVIRONMENT)
+            {
+                a.push(
+                    job_ref,
+                    None,
+                    Rule::TrustedSecretOutsideEnvironment,
+                    format!(
+                        "references {needle} but does not name `environment: {TRUSTED_ENVIRONMENT}`, where trusted secrets live"
+                    ),
+                );
             }
         }
         if let Some(uses) = as_str(&job["uses"])

@@ -1,51 +1,88 @@
 //! The GitHub Actions workflows that build a vouch profile's matrix, sign what it built and hand
-//! the run to a test farm: generated from the profile ([`generate`]), compared with what a
-//! repository has ([`check`]), and audited for the trust rules they exist to keep
-//! ([`audit_trust`]).
+//! it to a test farm: generated from the profile ([`generate`]), compared with what a
+//! repository has ([`check`]), audited for the trust rules they exist to keep
+//! ([`audit_trust`]), and explained event by event ([`explain`]).
 //!
-//! Three files, each with a job of its own trust:
+//! Three files, each with a trust of its own:
 //!
-//! - `vouch-trigger.yml` (`issue_comment`): `/test` from an owner or member labels the pull
-//!   request with a GitHub App token. Base-repository secrets, so it never checks out or
-//!   touches the cache.
-//! - `vouch-build.yml` (`pull_request` with the label, `push` to `main`/`v*`/`hotfix-*`, `v*`
-//!   tags): `plan` → `build` (one job per cell, may read the compiler cache, cannot sign) →
-//!   `attest` (one job per cell, the only jobs with an OIDC token; they run nothing from the
-//!   checkout) → `vouch-build-ok` (the one check to require).
-//! - `vouch-dispatch.yml` (`workflow_run` of the build, success, not a fork): a
-//!   `repository_dispatch` to the test farm.
+//! - `vouch-trigger.yml` (`issue_comment`, `pull_request_target`): `/test` from an owner or
+//!   member records the request and labels the pull request with a GitHub App token; a new
+//!   head loses the label and cancels its build. Base-repository context: it never checks out
+//!   or runs the pull request's code and never touches the cache.
+//! - `vouch-build.yml` (`pull_request` labeled, `push` to `main`/`v*`/`hotfix-*`, `v*` tags):
+//!   `request` → `plan` → `build-push`/`build-pr` (one job per cell, may read the compiler
+//!   cache, cannot sign) → for pushes `attest` (signs in-run, runs nothing from the checkout)
+//!   and `dispatch` → `vouch-build-ok` (the one check to require).
+//! - `vouch-sign.yml` (`workflow_run` of a pull request's build): pins the run through the
+//!   API, signs each cell's wheel with claims from API metadata and the recorded request, then
+//!   dispatches.
 //!
-//! The repository needs the label [`TRIGGER_LABEL`], a GitHub App installed on it (issues and
-//! pull requests: write) and on the test-farm repository (contents: write), the
+//! The repository needs the label [`TRIGGER_LABEL`], a GitHub App (issues and pull requests:
+//! write), the environment [`TRUSTED_ENVIRONMENT`] limited to [`TRUSTED_REFS`], the
 //! [`VARIABLES`] and [`SECRETS`], and [`SENTINEL_JOB`] as the required check.
 
 mod audit;
+pub mod dispatch;
+pub mod explain;
+pub mod install;
 pub mod pins;
 mod render;
+mod steps;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
-use vouch_profile::Profile;
+use vouch_profile::{Profile, StepsSpec};
 
 pub use audit::{Rule, Violation, audit_trust};
+pub use dispatch::Dispatch;
+pub use install::Install;
+pub use render::build::{PR_BUILD_JOB, PUSH_BUILD_JOB, TRUSTED_ONLY_SECRETS};
 pub use render::{
-    ATTEST_JOB, BUILD_FILE, BUILD_WORKFLOW_NAME, DISPATCH_FILE, HEADER, SENTINEL_JOB, TRIGGER_FILE,
-    TRIGGER_LABEL,
+    BUILD_FILE, BUILD_WORKFLOW_NAME, HEADER, PR_BUILD_GROUP, REQUEST_ARTIFACT_PREFIX,
+    SENTINEL_JOB, SIGN_FILE, SIGNING_JOBS, TRIGGER_FILE, TRIGGER_LABEL, TRUSTED_ENVIRONMENT,
 };
-
-/// The PyPI distribution the workflows install vouch from.
-pub const DEFAULT_PACKAGE: &str = "vouch-build";
 
 /// Minutes a build job may run (CuPy's cold builds of every GPU architecture take hours).
 pub const DEFAULT_BUILD_TIMEOUT_MINUTES: u32 = 240;
 
+/// Who may ask for a pull-request build unless the profile says otherwise.
+pub const DEFAULT_TRIGGER_ASSOCIATIONS: &[&str] = &["OWNER", "MEMBER"];
+
+/// GitHub's `author_association` values
+/// (https://docs.github.com/en/graphql/reference/enums#commentauthorassociation).
+pub const AUTHOR_ASSOCIATIONS: &[&str] = &[
+    "OWNER",
+    "MEMBER",
+    "COLLABORATOR",
+    "CONTRIBUTOR",
+    "FIRST_TIME_CONTRIBUTOR",
+    "FIRST_TIMER",
+    "MANNEQUIN",
+    "NONE",
+];
+
+/// The refs [`TRUSTED_ENVIRONMENT`]'s deployment policy must allow, and no others: the
+/// default branch (trigger, sign and `workflow_run` jobs run there) and the push branches.
+pub const TRUSTED_REFS: &[&str] = &["main", "v*", "hotfix-*", "tags: v*"];
+
+/// Where a secret lives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SecretHome {
+    /// In [`TRUSTED_ENVIRONMENT`]: only jobs that name it, on its allowed refs, can read it.
+    TrustedEnvironment,
+    /// A repository secret: any workflow run of the repository itself can read it, a
+    /// same-repository pull request's included (it may rewrite the workflow file).
+    Repository,
+}
+
 /// Repository variables (`vars.*`) the workflows read, and what for.
 pub const VARIABLES: &[(&str, &str)] = &[
     (
-        "VOUCH_APP_ID",
-        "the GitHub App that labels pull requests and dispatches to the test farm",
+        "VOUCH_APP_CLIENT_ID",
+        "the GitHub App (client id) that labels pull requests and dispatches to a test-farm repository",
     ),
     (
         "VOUCH_CACHE_STORE",
@@ -53,23 +90,35 @@ pub const VARIABLES: &[(&str, &str)] = &[
     ),
     (
         "VOUCH_TEST_FARM_REPO",
-        "OWNER/NAME of the test farm's repository",
+        "OWNER/NAME of the test farm's repository (dispatch mode `repository`)",
     ),
 ];
 
-/// Repository secrets the workflows read, and what for.
-pub const SECRETS: &[(&str, &str)] = &[
-    ("VOUCH_APP_PRIVATE_KEY", "the GitHub App's private key"),
+/// Secrets the workflows read, where each must live, and what for.
+pub const SECRETS: &[(&str, SecretHome, &str)] = &[
+    (
+        "VOUCH_APP_PRIVATE_KEY",
+        SecretHome::TrustedEnvironment,
+        "the GitHub App's private key",
+    ),
     (
         "VOUCH_CACHE_PASSWORD",
+        SecretHome::TrustedEnvironment,
         "the cache store password for pushes (may write its own branch's scope)",
     ),
     (
         "VOUCH_SEAL_KEY",
+        SecretHome::TrustedEnvironment,
         "32+ random bytes that authenticate the venvs and toolkits push builds reuse (self-hosted runners)",
     ),
     (
+        "FLEXCI_WEBHOOK_SECRET",
+        SecretHome::TrustedEnvironment,
+        "the FlexCI webhook secret (dispatch mode `flexci`)",
+    ),
+    (
         "VOUCH_CACHE_PR_PASSWORD",
+        SecretHome::Repository,
         "the cache store password for pull requests (`vouch cache check` must find it fenced)",
     ),
 ];
@@ -105,53 +154,40 @@ pub enum Error {
     Shape { file: String, message: String },
 }
 
-/// What the generated workflows are made with, besides the profile.
+/// What the generated workflows are made with, besides the matrix.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Options {
     /// The profile's path relative to the repository root, as the workflows pass it to
     /// `vouch plan --profile` and `vouch build --profile`.
     pub profile_path: String,
-    /// The PyPI distribution vouch is installed from ([`DEFAULT_PACKAGE`]).
-    pub vouch_package: String,
-    /// The vouch version the workflows install (`==`).
-    pub vouch_version: String,
-    /// sha256 of every vouch wheel of that version the runners may pick (one per platform:
-    /// Linux x86_64 and aarch64, Windows): pip installs with `--require-hashes`. At least one.
-    pub vouch_wheel_sha256: Vec<String>,
+    /// How the workflows install vouch.
+    pub install: Install,
     /// `timeout-minutes` of a build job.
     pub build_timeout_minutes: u32,
+    /// `author_association`s whose `/test` counts.
+    pub trigger_associations: Vec<String>,
+    pub dispatch: Dispatch,
+    /// Adopter steps around `vouch build`.
+    pub steps: StepsSpec,
 }
 
 impl Options {
-    pub fn new(
-        profile_path: impl Into<String>,
-        vouch_version: impl Into<String>,
-        vouch_wheel_sha256: Vec<String>,
-    ) -> Options {
-        Options {
+    /// The options `[workflows]` of `profile` gives (its install route is required).
+    pub fn from_profile(profile: &Profile, profile_path: impl Into<String>) -> Result<Options, Error> {
+        let spec = profile.workflows.clone().unwrap_or_default();
+        Ok(Options {
             profile_path: profile_path.into(),
-            vouch_package: DEFAULT_PACKAGE.to_owned(),
-            vouch_version: vouch_version.into(),
-            vouch_wheel_sha256,
+            install: Install::from_spec(&spec)?,
             build_timeout_minutes: DEFAULT_BUILD_TIMEOUT_MINUTES,
-        }
-    }
-
-    /// The pip requirement line: `<package>==<version> --hash=sha256:<hex> ...` (hashes
-    /// lowercased, sorted, deduplicated).
-    pub fn requirement(&self) -> Result<String, Error> {
-        self.validate()?;
-        let hashes: BTreeSet<String> = self
-            .vouch_wheel_sha256
-            .iter()
-            .map(|h| h.to_ascii_lowercase())
-            .collect();
-        let mut line = format!("{}=={}", self.vouch_package, self.vouch_version);
-        for h in hashes {
-            line.push_str(" --hash=sha256:");
-            line.push_str(&h);
-        }
-        Ok(line)
+            trigger_associations: spec.trigger_associations.clone().unwrap_or_else(|| {
+                DEFAULT_TRIGGER_ASSOCIATIONS
+                    .iter()
+                    .map(|s| (*s).to_owned())
+                    .collect()
+            }),
+            dispatch: Dispatch::from_spec(spec.dispatch.as_ref())?,
+            steps: spec.steps,
+        })
     }
 
     fn validate(&self) -> Result<(), Error> {
@@ -174,44 +210,28 @@ impl Options {
                 "must be a plain relative path (letters, digits, `.`, `_`, `-`, `/`; no `..`)",
             ));
         }
-        let pkg = &self.vouch_package;
-        if pkg.is_empty()
-            || !pkg
-                .bytes()
-                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"._-".contains(&b))
-        {
-            return Err(bad(
-                "vouch package",
-                pkg,
-                "must be a normalized distribution name",
-            ));
-        }
-        let v = &self.vouch_version;
-        if !v.starts_with(|c: char| c.is_ascii_digit())
-            || !v
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b"._+!-".contains(&b))
-        {
-            return Err(bad("vouch version", v, "must be a PEP 440 version"));
-        }
-        if self.vouch_wheel_sha256.is_empty() {
-            return Err(bad(
-                "vouch wheel sha256",
-                "",
-                "give the sha256 of the vouch wheel(s): the workflows install with --require-hashes",
-            ));
-        }
-        for h in &self.vouch_wheel_sha256 {
-            if h.len() != 64 || !h.bytes().all(|b| b.is_ascii_hexdigit()) {
-                return Err(bad("vouch wheel sha256", h, "must be 64 hex digits"));
-            }
-        }
         if !(1..=7200).contains(&self.build_timeout_minutes) {
             return Err(bad(
                 "build timeout",
                 &self.build_timeout_minutes.to_string(),
                 "must be 1 to 7200 minutes",
             ));
+        }
+        if self.trigger_associations.is_empty() {
+            return Err(bad(
+                "workflows.trigger_associations",
+                "",
+                "name at least one author association (e.g. OWNER, MEMBER)",
+            ));
+        }
+        for a in &self.trigger_associations {
+            if !AUTHOR_ASSOCIATIONS.contains(&a.as_str()) {
+                return Err(bad(
+                    "workflows.trigger_associations",
+                    a,
+                    &format!("must be one of {}", AUTHOR_ASSOCIATIONS.join(", ")),
+                ));
+            }
         }
         Ok(())
     }
@@ -277,28 +297,33 @@ fn validate_profile(profile: &Profile) -> Result<(), Error> {
     Ok(())
 }
 
-/// The workflow files for `profile`, in a fixed order (trigger, build, dispatch); the same
+/// The workflow files for `profile`, in a fixed order (trigger, build, sign); the same
 /// inputs give the same bytes.
 pub fn generate(profile: &Profile, opts: &Options) -> Result<Vec<GeneratedFile>, Error> {
     validate_profile(profile)?;
+    opts.validate()?;
+    let platforms: BTreeSet<String> = profile
+        .plan()
+        .iter()
+        .map(|c| c.platform.as_str().to_owned())
+        .collect();
+    opts.install.check_covers(&platforms)?;
     let vars = render::Vars {
         project: &profile.project,
-        profile_path: &opts.profile_path,
-        requirement: opts.requirement()?,
-        build_timeout_minutes: opts.build_timeout_minutes,
+        opts,
     };
     Ok(vec![
         GeneratedFile {
             name: TRIGGER_FILE.to_owned(),
-            contents: render::trigger(&vars),
+            contents: render::trigger::render(&vars),
         },
         GeneratedFile {
             name: BUILD_FILE.to_owned(),
-            contents: render::build(&vars),
+            contents: render::build::render(&vars)?,
         },
         GeneratedFile {
-            name: DISPATCH_FILE.to_owned(),
-            contents: render::dispatch(&vars),
+            name: SIGN_FILE.to_owned(),
+            contents: render::sign::render(&vars),
         },
     ])
 }

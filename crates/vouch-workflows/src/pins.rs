@@ -10,6 +10,8 @@ pub struct ActionPin {
     pub sha: &'static str,
     /// The release tag, written as the `# vX.Y.Z` comment after the pin.
     pub version: &'static str,
+    /// `runs.using` of the action.yml at that commit, as checked when the pin was made.
+    pub runs_using: &'static str,
 }
 
 impl ActionPin {
@@ -17,36 +19,60 @@ impl ActionPin {
     pub fn uses(&self) -> String {
         format!("{}@{} # {}", self.action, self.sha, self.version)
     }
+
+    /// A sub-action at the same commit: `owner/repo/<path>@<sha> # <version>`.
+    pub fn sub(&self, path: &str) -> String {
+        format!("{}/{path}@{} # {}", self.action, self.sha, self.version)
+    }
 }
+
+// Checked on 2026-12-01 against each action's repository: the commit the tag points at, and
+// `runs.using` in that commit's action.yml. GitHub forced Node 24 on every runner on
+// 2026-06-02 and removed Node 20 on 2026-09-16
+// (https://github.blog/changelog/2025-09-19-deprecation-of-node-20-on-github-actions-runners/),
+// so every JavaScript action here must say `node24`; the test below holds that line.
 
 pub const CHECKOUT: ActionPin = ActionPin {
     action: "actions/checkout",
-    sha: "11bd71901bbe5b1630ceea73d27597364c9af683",
-    version: "v4.2.2",
+    sha: "3d3c42e5aac5ba805825da76410c181273ba90b1",
+    version: "v7.0.1",
+    runs_using: "node24",
 };
 
 pub const SETUP_PYTHON: ActionPin = ActionPin {
     action: "actions/setup-python",
-    sha: "a26af69be951a213d495a4c3e4e4022e16d87065",
-    version: "v5.6.0",
+    sha: "5fda3b95a4ea91299a34e894583c3862153e4b97",
+    version: "v7.0.0",
+    runs_using: "node24",
 };
 
 pub const UPLOAD_ARTIFACT: ActionPin = ActionPin {
     action: "actions/upload-artifact",
-    sha: "ea165f8d65b6e75b540449e92b4886f43607fa02",
-    version: "v4.6.2",
+    sha: "bbbca2ddaa5d8feaa63e36b76fdaad77386f024f",
+    version: "v7.0.0",
+    runs_using: "node24",
 };
 
 pub const DOWNLOAD_ARTIFACT: ActionPin = ActionPin {
     action: "actions/download-artifact",
-    sha: "d3f86a106a0bac45b974a628896c90dbdf5c8093",
-    version: "v4.3.0",
+    sha: "3e5f45b2cfb9172054b4087a40e8e0b5a5461e7c",
+    version: "v8.0.1",
+    runs_using: "node24",
 };
 
+/// v3 names the App by `client-id` (`app-id` is deprecated).
 pub const CREATE_APP_TOKEN: ActionPin = ActionPin {
     action: "actions/create-github-app-token",
-    sha: "df432ceedc7162793a195dd1713ff69aefc7379e",
-    version: "v2.0.6",
+    sha: "1b10c78c7865c340bc4f6099eb2f838309f1e8c3",
+    version: "v3.1.1",
+    runs_using: "node24",
+};
+
+pub const CACHE: ActionPin = ActionPin {
+    action: "actions/cache",
+    sha: "27d5ce7f107fe9357f9df03efb73ab90386fccae",
+    version: "v5.0.5",
+    runs_using: "node24",
 };
 
 /// Every action the generated workflows use.
@@ -56,6 +82,32 @@ pub const PINS: &[ActionPin] = &[
     UPLOAD_ARTIFACT,
     DOWNLOAD_ARTIFACT,
     CREATE_APP_TOKEN,
+    CACHE,
+];
+
+/// The actions vouch's own release workflow (`.github/workflows/release.yml`) uses besides
+/// [`PINS`]; a test compares that file's `uses:` lines with these.
+pub const RELEASE_PINS: &[ActionPin] = &[
+    ActionPin {
+        action: "PyO3/maturin-action",
+        sha: "e83996d129638aa358a18fbd1dfb82f0b0fb5d3b",
+        version: "v1.51.0",
+        runs_using: "node24",
+    },
+    ActionPin {
+        action: "actions/attest-build-provenance",
+        sha: "a2bbfa25375fe432b6a289bc6b6cd05ecd0c4c32",
+        version: "v4.1.0",
+        runs_using: "composite",
+    },
+    // The newest release whose tag and action.yml could be read here; a Docker action, so
+    // the Node 24 move does not touch it.
+    ActionPin {
+        action: "pypa/gh-action-pypi-publish",
+        sha: "81e9d935c883d0b210363ab89cf05f3894778450",
+        version: "v1.8.14",
+        runs_using: "docker",
+    },
 ];
 
 #[cfg(test)]
@@ -64,7 +116,7 @@ mod tests {
 
     #[test]
     fn pins_are_full_commits_with_a_version() {
-        for p in PINS {
+        for p in PINS.iter().chain(RELEASE_PINS) {
             assert_eq!(p.sha.len(), 40, "{}", p.action);
             assert!(
                 p.sha
@@ -74,6 +126,20 @@ mod tests {
                 p.action
             );
             assert!(p.version.starts_with('v'), "{}", p.action);
+        }
+    }
+
+    /// Node 20 is gone from the runners: a JavaScript action pinned to a node20 release fails.
+    #[test]
+    fn javascript_pins_run_on_node24() {
+        for p in PINS.iter().chain(RELEASE_PINS) {
+            assert!(
+                ["node24", "composite", "docker"].contains(&p.runs_using),
+                "{} {} runs on {}",
+                p.action,
+                p.version,
+                p.runs_using
+            );
         }
     }
 }

@@ -1,0 +1,280 @@
+//! Where a finished, signed build is announced: the one place that knows the dispatch modes
+//! and renders their steps. A push build dispatches in-run (after its own signing job); a
+//! pull request's build is dispatched by the sign workflow, after it re-checked that the
+//! pull request still points at the tested head and base.
+//!
+//! - `flexci`: what CuPy's dispatcher sends FlexCI (the recorded event re-serialised, the
+//!   `/test` targets, HMAC-signed with `FLEXCI_WEBHOOK_SECRET`): `vouch dispatch flexci`.
+//! - `repository`: a `repository_dispatch` to `vars.VOUCH_TEST_FARM_REPO` with a GitHub App
+//!   token: `vouch dispatch repository`. The payload is a hint; the farm verifies.
+//! - `none`.
+
+use vouch_profile::DispatchSpec;
+
+use crate::Error;
+use crate::pins::CREATE_APP_TOKEN;
+use crate::render::{TOKEN_TO_FILE, fill};
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Dispatch {
+    None,
+    Repository,
+    Flexci {
+        /// The project → tags JSON, a path in the repository read at the trusted commit.
+        projects: String,
+        external_tags: Vec<String>,
+        uri: Option<String>,
+    },
+}
+
+/// Which run is announcing: the push build itself, or the sign workflow for a PR build.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Announcer {
+    PushBuild,
+    PrSign,
+}
+
+fn bad(option: &'static str, value: &str, reason: &str) -> Error {
+    Error::Option {
+        option,
+        value: value.to_owned(),
+        reason: reason.to_owned(),
+    }
+}
+
+fn plain_path(p: &str) -> bool {
+    !p.is_empty()
+        && p.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"._/-".contains(&b))
+        && !p.starts_with(['/', '-'])
+        && !p.split('/').any(|c| c.is_empty() || c == "." || c == "..")
+}
+
+impl Dispatch {
+    pub fn from_spec(spec: Option<&DispatchSpec>) -> Result<Dispatch, Error> {
+        let Some(spec) = spec else {
+            return Ok(Dispatch::None);
+        };
+        match spec.mode.as_str() {
+            "none" => Ok(Dispatch::None),
+            "repository" => Ok(Dispatch::Repository),
+            "flexci" => {
+                let projects = spec.projects.clone().ok_or_else(|| {
+                    bad(
+                        "workflows.dispatch.projects",
+                        "",
+                        "mode = \"flexci\" needs the project-to-tags JSON file (e.g. .pfnci/config.tags.json)",
+                    )
+                })?;
+                if !plain_path(&projects) {
+                    return Err(bad(
+                        "workflows.dispatch.projects",
+                        &projects,
+                        "must be a plain relative path in the repository",
+                    ));
+                }
+                for t in &spec.external_tags {
+                    if t.is_empty()
+                        || !t
+                            .bytes()
+                            .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b))
+                    {
+                        return Err(bad(
+                            "workflows.dispatch.external_tags",
+                            t,
+                            "must be letters, digits, `.`, `_` or `-`",
+                        ));
+                    }
+                }
+                if let Some(u) = &spec.uri
+                    && (!u.starts_with("https://")
+                        || !u
+                            .bytes()
+                            .all(|b| b.is_ascii_alphanumeric() || b"._-/:".contains(&b)))
+                {
+                    return Err(bad(
+                        "workflows.dispatch.uri",
+                        u,
+                        "must be an https:// URL without a query",
+                    ));
+                }
+                Ok(Dispatch::Flexci {
+                    projects,
+                    external_tags: spec.external_tags.clone(),
+                    uri: spec.uri.clone(),
+                })
+            }
+            other => Err(bad(
+                "workflows.dispatch.mode",
+                other,
+                "must be flexci, repository or none",
+            )),
+        }
+    }
+
+    pub fn is_none(&self) -> bool {
+        matches!(self, Dispatch::None)
+    }
+
+    /// The job's `permissions:` lines (indented six spaces), beyond what the announcer's
+    /// own steps need.
+    pub(crate) fn permissions(&self) -> &'static str {
+        match self {
+            Dispatch::Flexci { .. } => {
+                "      contents: read # read the FlexCI project list at the trusted commit\n"
+            }
+            Dispatch::Repository | Dispatch::None => "",
+        }
+    }
+
+    /// The steps that announce the build. For [`Announcer::PrSign`] the recorded request is
+    /// in `$RUNNER_TEMP/request` (written by `vouch pr-run pin` just before).
+    pub(crate) fn steps(&self, who: Announcer) -> String {
+        match self {
+            Dispatch::None => String::new(),
+            Dispatch::Flexci {
+                projects,
+                external_tags,
+                uri,
+            } => {
+                let (event, webhook) = match who {
+                    Announcer::PushBuild => ("push", "$GITHUB_EVENT_PATH"),
+                    Announcer::PrSign => ("issue_comment", "$RUNNER_TEMP/request/event.json"),
+                };
+                let mut flags = String::new();
+                if let Some(u) = uri {
+                    flags.push_str(&format!(" --flexci-uri '{u}'"));
+                }
+                for t in external_tags {
+                    flags.push_str(&format!(" --external-tag '{t}'"));
+                }
+                fill(
+                    r#"      - name: FlexCI projects (at the trusted commit)
+        env:
+          GH_TOKEN: ${{ github.token }}
+          REPO: ${{ github.repository }}
+          SHA: ${{ github.sha }}
+          PROJECTS: '@@PROJECTS@@'
+        run: |
+          gh api -H 'Accept: application/vnd.github.raw' \
+            "repos/$REPO/contents/$PROJECTS?ref=$SHA" > "$RUNNER_TEMP/projects.json"
+      - name: Dispatch to FlexCI
+        env:
+          FLEXCI_WEBHOOK_SECRET: ${{ secrets.FLEXCI_WEBHOOK_SECRET }}
+        run: |
+          secret="$RUNNER_TEMP/flexci-secret"
+          trap 'rm -f "$secret"' EXIT
+          (umask 077 && printf '%s' "$FLEXCI_WEBHOOK_SECRET" > "$secret")
+          unset FLEXCI_WEBHOOK_SECRET
+          vouch dispatch flexci --event @@EVENT@@ --webhook "@@WEBHOOK@@" \
+            --projects "$RUNNER_TEMP/projects.json" --secret-file "$secret"@@FLAGS@@
+"#,
+                    &[
+                        ("PROJECTS", projects),
+                        ("EVENT", event),
+                        ("WEBHOOK", webhook),
+                        ("FLAGS", &flags),
+                    ],
+                )
+            }
+            Dispatch::Repository => {
+                let (run, event, sha, pr) = match who {
+                    Announcer::PushBuild => (
+                        "${{ github.run_id }}",
+                        "push",
+                        "${{ github.sha }}",
+                        "''",
+                    ),
+                    Announcer::PrSign => (
+                        "${{ github.run_id }}",
+                        "pull_request",
+                        "${{ github.event.workflow_run.head_sha }}",
+                        "'@request'",
+                    ),
+                };
+                fill(
+                    r#"      - name: Test-farm repository
+        id: farm
+        env:
+          FARM_REPO: ${{ vars.VOUCH_TEST_FARM_REPO }}
+        run: |
+          if ! [[ "$FARM_REPO" =~ ^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$ ]]; then
+            echo "::error::vars.VOUCH_TEST_FARM_REPO must be OWNER/NAME"
+            exit 1
+          fi
+          echo "owner=${FARM_REPO%%/*}" >> "$GITHUB_OUTPUT"
+          echo "name=${FARM_REPO#*/}" >> "$GITHUB_OUTPUT"
+      - name: GitHub App token for the test farm
+        id: farm-token
+        uses: @@CREATE_APP_TOKEN@@
+        with:
+          client-id: ${{ vars.VOUCH_APP_CLIENT_ID }}
+          private-key: ${{ secrets.VOUCH_APP_PRIVATE_KEY }}
+          owner: ${{ steps.farm.outputs.owner }}
+          repositories: ${{ steps.farm.outputs.name }}
+          permission-contents: write
+      - name: Send repository_dispatch
+        env:
+          GH_TOKEN: ${{ steps.farm-token.outputs.token }}
+          FARM_REPO: ${{ vars.VOUCH_TEST_FARM_REPO }}
+          SOURCE_REPO: ${{ github.repository }}
+          RUN_ID: @@RUN@@
+          EVENT: @@EVENT@@
+          HEAD_SHA: @@SHA@@
+          PR: @@PR@@
+        run: |
+          pr=""
+          if [ "$PR" = @request ]; then pr=$(jq -r '.pr' "$RUNNER_TEMP/request/request.json"); fi
+          jq -n --arg repository "$SOURCE_REPO" --arg run_id "$RUN_ID" --arg event "$EVENT" \
+            --arg head_sha "$HEAD_SHA" --arg pr "$pr" \
+            '{repository: $repository, run_id: ($run_id | tonumber), event: $event,
+              head_sha: $head_sha, pr: (if $pr == "" then null else ($pr | tonumber) end)}' \
+            > "$RUNNER_TEMP/payload.json"
+          @@TOKEN_TO_FILE@@
+          vouch dispatch repository --repo "$FARM_REPO" --token-file "$tok" \
+            --event-type vouch-build-completed --payload-file "$RUNNER_TEMP/payload.json"
+"#,
+                    &[
+                        ("CREATE_APP_TOKEN", &CREATE_APP_TOKEN.uses()),
+                        ("RUN", run),
+                        ("EVENT", event),
+                        ("SHA", sha),
+                        ("PR", pr),
+                        ("TOKEN_TO_FILE", TOKEN_TO_FILE),
+                    ],
+                )
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(mode: &str, projects: Option<&str>, tags: &[&str]) -> DispatchSpec {
+        DispatchSpec {
+            mode: mode.into(),
+            projects: projects.map(str::to_owned),
+            external_tags: tags.iter().map(|t| (*t).to_owned()).collect(),
+            uri: None,
+        }
+    }
+
+    #[test]
+    fn modes() {
+        assert_eq!(Dispatch::from_spec(None).unwrap(), Dispatch::None);
+        assert_eq!(
+            Dispatch::from_spec(Some(&spec("repository", None, &[]))).unwrap(),
+            Dispatch::Repository
+        );
+        let err = |s: DispatchSpec| Dispatch::from_spec(Some(&s)).unwrap_err().to_string();
+        assert!(err(spec("flexci", None, &[])).contains("project-to-tags"));
+        assert!(err(spec("flexci", Some("../x.json"), &[])).contains("plain relative path"));
+        assert!(err(spec("flexci", Some("x.json"), &["a b"])).contains("\"a b\""));
+        assert!(err(spec("webhook", None, &[])).contains("flexci, repository or none"));
+        let mut s = spec("flexci", Some("x.json"), &[]);
+        s.uri = Some("http://ci".into());
+        assert!(err(s).contains("https://"));
+    }
+}

@@ -1,0 +1,831 @@
+//! `vouch workflows explain`: which workflows and jobs an event starts, what each can do
+//! (token scopes, readable secrets, OIDC), and what they cause in turn, read from the workflow
+//! files themselves and GitHub's documented rules ([`rules`]).
+//!
+//! The files decide `on:` filters, `if:` conditions ([`expr`]), `needs`, permissions,
+//! environments, secret references, job names and concurrency groups. What a job's *script*
+//! does cannot be read off the YAML, so the effects of vouch's own jobs (the request they
+//! record, the label they set or remove, the build decision, the dispatch) are stated in
+//! [`job_effects`], beside the job names they belong to.
+
+pub mod expr;
+pub mod rules;
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::fmt::Write as _;
+
+use serde::Serialize;
+use serde_json::{Value, json};
+use yaml_rust2::{Yaml, YamlLoader};
+
+use crate::{
+    BUILD_FILE, Error, GeneratedFile, PR_BUILD_GROUP, REQUEST_ARTIFACT_PREFIX, SECRETS,
+    SIGN_FILE, SecretHome, TRIGGER_FILE, TRIGGER_LABEL, TRUSTED_ENVIRONMENT, TRUSTED_REFS,
+};
+
+/// The event a person (or an outside system) causes.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Scenario {
+    /// `issue_comment`, `pull_request` (its activity is delivered to `pull_request` and
+    /// `pull_request_target` workflows alike), `push`, ...
+    pub event: String,
+    /// The activity type: `created`, `labeled`, `synchronize`, ...
+    pub action: Option<String>,
+    /// The pull request comes from a fork.
+    pub fork: bool,
+    /// The label a `labeled` event adds.
+    pub label: Option<String>,
+    /// The commenter's `author_association`.
+    pub actor_association: Option<String>,
+    /// The comment's body.
+    pub comment: Option<String>,
+    /// A push's ref (`refs/heads/main`).
+    pub git_ref: Option<String>,
+    pub default_branch: String,
+    /// The pull request carries the trigger label and a recorded request for its old head
+    /// (the state a `synchronize` after a `/test` finds).
+    pub previously_tested: bool,
+}
+
+impl Scenario {
+    pub fn new(event: impl Into<String>) -> Scenario {
+        Scenario {
+            event: event.into(),
+            action: None,
+            fork: false,
+            label: None,
+            actor_association: None,
+            comment: None,
+            git_ref: None,
+            default_branch: "main".into(),
+            previously_tested: false,
+        }
+    }
+
+    fn action(&self) -> Option<String> {
+        self.action.clone().or_else(|| match self.event.as_str() {
+            "issue_comment" => Some("created".into()),
+            "pull_request" | "pull_request_target" if self.label.is_some() => {
+                Some("labeled".into())
+            }
+            "pull_request" | "pull_request_target" => Some("opened".into()),
+            _ => None,
+        })
+    }
+}
+
+/// Who caused an event: it decides whether the event starts workflows at all.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Actor {
+    /// A person, or an outside system.
+    User,
+    /// A GitHub App's installation token: starts workflows.
+    AppToken,
+    /// A run's GITHUB_TOKEN: starts no workflow ([`rules::GITHUB_TOKEN_EVENTS_DOC`]).
+    GithubToken,
+    /// GitHub itself, when a run completes (`workflow_run`).
+    RunCompleted,
+}
+
+#[derive(Clone, Debug, Serialize)]
+struct Event {
+    name: String,
+    action: Option<String>,
+    label: Option<String>,
+    actor: Actor,
+    completed: Option<Completed>,
+    cause: String,
+}
+
+/// A `workflow_run` event's run: its workflow's name, event, conclusion, and how many
+/// `workflow_run` levels led to it.
+#[derive(Clone, Debug, Default, Serialize)]
+struct Completed {
+    workflow: String,
+    event: String,
+    conclusion: String,
+    depth: usize,
+}
+
+/// One job as `explain` reports it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct JobReport {
+    pub id: String,
+    /// The check name it reports under (its `name:`, evaluated).
+    pub name: String,
+    pub runs: bool,
+    pub environment: Option<String>,
+    /// Effective GITHUB_TOKEN scopes.
+    pub token: BTreeMap<String, String>,
+    /// Secrets the job references and can read.
+    pub secrets: Vec<String>,
+    /// Secrets the job references but cannot read here.
+    pub secrets_withheld: Vec<String>,
+    pub oidc: bool,
+    /// It checks out (and so may run) the pull request's code.
+    pub runs_pr_code: bool,
+    pub effects: Vec<String>,
+}
+
+/// One workflow run.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct RunReport {
+    pub workflow: String,
+    pub event: String,
+    pub cause: String,
+    /// Whose copy of the workflow file runs.
+    pub definition: String,
+    pub git_ref: String,
+    pub jobs: Vec<JobReport>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Explanation {
+    pub scenario: Scenario,
+    pub runs: Vec<RunReport>,
+    /// Events that started nothing, and why.
+    pub quiet: Vec<String>,
+}
+
+impl Explanation {
+    /// Every job that ran, with its workflow.
+    pub fn jobs_run(&self) -> impl Iterator<Item = (&RunReport, &JobReport)> {
+        self.runs
+            .iter()
+            .flat_map(|r| r.jobs.iter().filter(|j| j.runs).map(move |j| (r, j)))
+    }
+
+    /// `file:job` of every job that ran, in order.
+    pub fn ran(&self) -> Vec<String> {
+        self.jobs_run()
+            .map(|(r, j)| format!("{}:{}", r.workflow, j.id))
+            .collect()
+    }
+}
+
+#[derive(Clone, Debug, Default)]
+struct Trigger {
+    event: String,
+    types: Option<Vec<String>>,
+    branches: Option<Vec<String>>,
+    tags: Option<Vec<String>>,
+    workflows: Option<Vec<String>>,
+}
+
+#[derive(Clone, Debug)]
+struct Job {
+    id: String,
+    name: Option<String>,
+    condition: Option<String>,
+    needs: Vec<String>,
+    permissions: BTreeMap<String, String>,
+    environment: Option<String>,
+    secrets: Vec<String>,
+    checks_out: bool,
+}
+
+#[derive(Clone, Debug)]
+struct Workflow {
+    file: String,
+    name: String,
+    on: Vec<Trigger>,
+    jobs: Vec<Job>,
+}
+
+fn s(y: &Yaml) -> Option<String> {
+    match y {
+        Yaml::String(s) => Some(s.clone()),
+        Yaml::Boolean(b) => Some(b.to_string()),
+        Yaml::Integer(i) => Some(i.to_string()),
+        _ => None,
+    }
+}
+
+fn list(y: &Yaml) -> Option<Vec<String>> {
+    match y {
+        Yaml::Array(a) => Some(a.iter().filter_map(s).collect()),
+        Yaml::String(v) => Some(vec![v.clone()]),
+        _ => None,
+    }
+}
+
+fn all_strings(y: &Yaml, out: &mut String) {
+    match y {
+        Yaml::String(v) => {
+            out.push_str(v);
+            out.push('\n');
+        }
+        Yaml::Array(a) => a.iter().for_each(|v| all_strings(v, out)),
+        Yaml::Hash(h) => h.iter().for_each(|(k, v)| {
+            all_strings(k, out);
+            all_strings(v, out);
+        }),
+        _ => {}
+    }
+}
+
+fn parse(f: &GeneratedFile) -> Result<Workflow, Error> {
+    let shape = |message: &str| Error::Shape {
+        file: f.name.clone(),
+        message: message.to_owned(),
+    };
+    let docs = YamlLoader::load_from_str(&f.contents).map_err(|e| Error::Yaml {
+        file: f.name.clone(),
+        message: e.to_string(),
+    })?;
+    let doc = docs.first().ok_or_else(|| shape("empty file"))?;
+    let mut on = Vec::new();
+    match &doc["on"] {
+        Yaml::String(e) => on.push(Trigger {
+            event: e.clone(),
+            ..Trigger::default()
+        }),
+        Yaml::Array(a) => on.extend(a.iter().filter_map(s).map(|event| Trigger {
+            event,
+            ..Trigger::default()
+        })),
+        Yaml::Hash(h) => {
+            for (k, v) in h {
+                on.push(Trigger {
+                    event: s(k).unwrap_or_default(),
+                    types: list(&v["types"]),
+                    branches: list(&v["branches"]),
+                    tags: list(&v["tags"]),
+                    workflows: list(&v["workflows"]),
+                });
+            }
+        }
+        _ => return Err(shape("no `on:`")),
+    }
+    let Yaml::Hash(jobs) = &doc["jobs"] else {
+        return Err(shape("no `jobs` mapping"));
+    };
+    let top_permissions = permissions(&doc["permissions"]);
+    let mut out = Vec::new();
+    for (id, job) in jobs {
+        let mut text = String::new();
+        all_strings(job, &mut text);
+        let secrets: BTreeSet<String> = text
+            .match_indices("secrets.")
+            .map(|(i, _)| {
+                text[i + 8..]
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                    .collect::<String>()
+            })
+            .filter(|n| !n.is_empty())
+            .collect();
+        let checks_out = match &job["steps"] {
+            Yaml::Array(steps) => steps.iter().any(|st| {
+                s(&st["uses"]).is_some_and(|u| u.to_ascii_lowercase().starts_with("actions/checkout"))
+            }),
+            _ => false,
+        };
+        out.push(Job {
+            id: s(id).unwrap_or_default(),
+            name: s(&job["name"]),
+            condition: s(&job["if"]),
+            needs: list(&job["needs"]).unwrap_or_default(),
+            permissions: match &job["permissions"] {
+                Yaml::BadValue => top_permissions.clone(),
+                p => permissions(p),
+            },
+            environment: s(&job["environment"]).or_else(|| s(&job["environment"]["name"])),
+            secrets: secrets.into_iter().collect(),
+            checks_out,
+        });
+    }
+    Ok(Workflow {
+        file: f.name.clone(),
+        name: s(&doc["name"]).unwrap_or_else(|| f.name.clone()),
+        on,
+        jobs: out,
+    })
+}
+
+const ALL_SCOPES: &[&str] = &[
+    "actions",
+    "attestations",
+    "checks",
+    "contents",
+    "deployments",
+    "id-token",
+    "issues",
+    "packages",
+    "pages",
+    "pull-requests",
+    "security-events",
+    "statuses",
+];
+
+fn permissions(y: &Yaml) -> BTreeMap<String, String> {
+    match y {
+        Yaml::Hash(h) => h
+            .iter()
+            .filter_map(|(k, v)| Some((s(k)?, s(v)?)))
+            .collect(),
+        Yaml::String(all) if all == "write-all" || all == "read-all" => {
+            let level = if all == "write-all" { "write" } else { "read" };
+            ALL_SCOPES
+                .iter()
+                .map(|sc| ((*sc).to_owned(), level.to_owned()))
+                .collect()
+        }
+        _ => BTreeMap::new(),
+    }
+}
+
+/// What the simulated repository knows between runs.
+struct State {
+    pr: u64,
+    head: String,
+    request_recorded: bool,
+    next_run: u64,
+}
+
+fn secret_home(name: &str) -> SecretHome {
+    SECRETS
+        .iter()
+        .find(|(n, _, _)| *n == name)
+        .map_or(SecretHome::Repository, |(_, home, _)| *home)
+}
+
+/// The branch or tag name a deployment policy sees for `git_ref`.
+fn policy_allows(git_ref: &str) -> bool {
+    if let Some(tag) = git_ref.strip_prefix("refs/tags/") {
+        return TRUSTED_REFS
+            .iter()
+            .filter_map(|p| p.strip_prefix("tags: "))
+            .any(|p| rules::glob(p, tag));
+    }
+    let Some(branch) = git_ref.strip_prefix("refs/heads/") else {
+        return false; // refs/pull/N/merge: no policy allows it
+    };
+    TRUSTED_REFS
+        .iter()
+        .filter(|p| !p.starts_with("tags: "))
+        .any(|p| rules::glob(p, branch))
+}
+
+/// `/test` or `/test <targets>` on a line of its own: what the record job's script matches.
+fn has_test_line(body: &str) -> bool {
+    body.replace('\r', "").lines().any(|l| {
+        l == "/test" || l.strip_prefix("/test").is_some_and(|r| r.starts_with([' ', '\t']))
+    })
+}
+
+/// What vouch's own jobs do besides what their YAML says: their outputs, the events they
+/// cause, and what they change. Keep beside the scripts in `render/` they describe.
+fn job_effects(
+    file: &str,
+    job: &str,
+    sc: &Scenario,
+    event: &Event,
+    st: &mut State,
+) -> (BTreeMap<String, String>, Vec<Event>, Vec<String>) {
+    let mut outputs = BTreeMap::new();
+    let mut events = Vec::new();
+    let mut notes = Vec::new();
+    match (file, job) {
+        (TRIGGER_FILE, "record") => {
+            if has_test_line(sc.comment.as_deref().unwrap_or("")) {
+                st.request_recorded = true;
+                outputs.insert("head_sha".into(), st.head.clone());
+                notes.push(format!(
+                    "records the request as artifact {REQUEST_ARTIFACT_PREFIX}{}-{} (default-branch run)",
+                    st.pr, st.head
+                ));
+            } else {
+                outputs.insert("head_sha".into(), String::new());
+                notes.push("no `/test` line of its own: records nothing".into());
+            }
+        }
+        (TRIGGER_FILE, "label") => {
+            events.push(Event {
+                name: "pull_request".into(),
+                action: Some("labeled".into()),
+                label: Some(TRIGGER_LABEL.into()),
+                actor: Actor::AppToken,
+                completed: None,
+                cause: format!("{TRIGGER_FILE}:label set {TRIGGER_LABEL} with a GitHub App token"),
+            });
+            notes.push(format!("removes and sets {TRIGGER_LABEL} with the App token"));
+        }
+        (TRIGGER_FILE, "hygiene") => {
+            st.request_recorded = false;
+            events.push(Event {
+                name: "pull_request".into(),
+                action: Some("unlabeled".into()),
+                label: Some(TRIGGER_LABEL.into()),
+                actor: Actor::GithubToken,
+                completed: None,
+                cause: format!("{TRIGGER_FILE}:hygiene removed {TRIGGER_LABEL} with GITHUB_TOKEN"),
+            });
+            notes.push(format!(
+                "removes {TRIGGER_LABEL}; joins group {PR_BUILD_GROUP}{} with cancel-in-progress, cancelling a build in flight",
+                st.pr
+            ));
+        }
+        (BUILD_FILE, "request") => {
+            let build = event.name == "push" || st.request_recorded;
+            outputs.insert("build".into(), build.to_string());
+            notes.push(if build {
+                "something to build".into()
+            } else {
+                "no /test recorded for this head: nothing to build".into()
+            });
+        }
+        (BUILD_FILE, "dispatch") | (SIGN_FILE, "dispatch") => {
+            notes.push("dispatches the signed build to the test farm".into());
+        }
+        (SIGN_FILE, "pin") => {
+            outputs.insert("matrix".into(), "{\"include\":[]}".into());
+            notes.push(
+                "pins the build run by id, the default-branch request and the pull request's head and base"
+                    .into(),
+            );
+        }
+        (SIGN_FILE, "sign") => {
+            notes.push("signs each cell's wheel (claims from the API and the request)".into());
+        }
+        _ => {}
+    }
+    (outputs, events, notes)
+}
+
+fn trigger_matches(t: &Trigger, ev: &Event, git_ref: &str) -> bool {
+    // One pull-request activity is delivered to both kinds of workflow.
+    let pr_kinds = ["pull_request", "pull_request_target"];
+    let same_activity = pr_kinds.contains(&ev.name.as_str()) && pr_kinds.contains(&t.event.as_str());
+    if t.event != ev.name && !same_activity {
+        return false;
+    }
+    let action = ev.action.as_deref().unwrap_or("");
+    match &t.types {
+        Some(types) => {
+            if !types.iter().any(|x| x == action) {
+                return false;
+            }
+        }
+        // GitHub's default activity types for pull-request events.
+        None if same_activity => {
+            if !["opened", "synchronize", "reopened"].contains(&action) {
+                return false;
+            }
+        }
+        None => {}
+    }
+    if t.event == "push" && (t.branches.is_some() || t.tags.is_some()) {
+        let ok = if let Some(tag) = git_ref.strip_prefix("refs/tags/") {
+            t.tags.iter().flatten().any(|p| rules::glob(p, tag))
+        } else if let Some(b) = git_ref.strip_prefix("refs/heads/") {
+            t.branches.iter().flatten().any(|p| rules::glob(p, b))
+        } else {
+            false
+        };
+        if !ok {
+            return false;
+        }
+    }
+    if t.event == "workflow_run" {
+        let Some(c) = &ev.completed else {
+            return false;
+        };
+        if !t.workflows.iter().flatten().any(|w| *w == c.workflow) {
+            return false;
+        }
+    }
+    true
+}
+
+/// Runs `scenario` through `files`: every run it starts, directly or through the events those
+/// runs cause, assuming each job that starts succeeds.
+pub fn explain(files: &[GeneratedFile], scenario: &Scenario) -> Result<Explanation, Error> {
+    let workflows = files.iter().map(parse).collect::<Result<Vec<_>, _>>()?;
+    let mut st = State {
+        pr: 1,
+        head: "1111111111111111111111111111111111111111".into(),
+        request_recorded: false,
+        next_run: 100,
+    };
+    if scenario.previously_tested {
+        st.request_recorded = true;
+    }
+    if scenario.action.as_deref() == Some("synchronize") {
+        // The new head; the request on record was for the old one.
+        st.head = "2222222222222222222222222222222222222222".into();
+        st.request_recorded = false;
+    }
+    let mut queue = VecDeque::from([Event {
+        name: scenario.event.clone(),
+        action: scenario.action(),
+        label: scenario.label.clone(),
+        actor: Actor::User,
+        completed: None,
+        cause: "the scenario's event".into(),
+    }]);
+    let mut runs = Vec::new();
+    let mut quiet = Vec::new();
+    while let Some(ev) = queue.pop_front() {
+        let what = match &ev.action {
+            Some(a) => format!("{} ({a})", ev.name),
+            None => ev.name.clone(),
+        };
+        if ev.actor == Actor::GithubToken
+            && !["workflow_dispatch", "repository_dispatch"].contains(&ev.name.as_str())
+        {
+            quiet.push(format!(
+                "{what}, caused by GITHUB_TOKEN ({}), starts no workflow ({})",
+                ev.cause,
+                rules::GITHUB_TOKEN_EVENTS_DOC
+            ));
+            continue;
+        }
+        if let Some(c) = &ev.completed
+            && c.depth > rules::MAX_WORKFLOW_RUN_DEPTH
+        {
+            quiet.push(format!("{what}: beyond {} workflow_run levels", rules::MAX_WORKFLOW_RUN_DEPTH));
+            continue;
+        }
+        let git_ref = match ev.name.as_str() {
+            "push" => scenario
+                .git_ref
+                .clone()
+                .unwrap_or_else(|| format!("refs/heads/{}", scenario.default_branch)),
+            "pull_request" => format!("refs/pull/{}/merge", st.pr),
+            _ => format!("refs/heads/{}", scenario.default_branch),
+        };
+        let mut started = false;
+        for wf in &workflows {
+            let Some(trigger) = wf.on.iter().find(|t| trigger_matches(t, &ev, &git_ref)) else {
+                continue;
+            };
+            started = true;
+            let run_event = trigger.event.clone();
+            let (run_ref, definition) = match run_event.as_str() {
+                "pull_request" => (
+                    git_ref.clone(),
+                    "the pull request's merge commit: the pull request controls this file".to_owned(),
+                ),
+                "push" => (git_ref.clone(), "the pushed commit".to_owned()),
+                "pull_request_target" => (
+                    format!("refs/heads/{}", scenario.default_branch),
+                    format!("the default branch ({})", rules::PULL_REQUEST_TARGET_DOC),
+                ),
+                "workflow_run" => (
+                    format!("refs/heads/{}", scenario.default_branch),
+                    format!("the default branch ({})", rules::WORKFLOW_RUN_DOC),
+                ),
+                "issue_comment" => (
+                    format!("refs/heads/{}", scenario.default_branch),
+                    format!("the default branch ({})", rules::ISSUE_COMMENT_DOC),
+                ),
+                _ => (git_ref.clone(), "the ref's commit".to_owned()),
+            };
+            let fork_pr = scenario.fork && run_event == "pull_request";
+            let run_id = st.next_run;
+            st.next_run += 1;
+            let event_json = event_payload(scenario, &ev, &st, &run_event);
+            let mut needs_ctx = serde_json::Map::new();
+            let mut jobs = Vec::new();
+            let mut emitted = Vec::new();
+            for job in &wf.jobs {
+                let needs_ok = job.needs.iter().all(|n| {
+                    needs_ctx
+                        .get(n)
+                        .and_then(|v| v.get("result"))
+                        .and_then(Value::as_str)
+                        == Some("success")
+                });
+                let root = json!({
+                    "github": {
+                        "event_name": run_event,
+                        "event": event_json,
+                        "ref": run_ref,
+                        "sha": st.head,
+                        "run_id": run_id,
+                        "repository": "owner/repo",
+                    },
+                    "needs": Value::Object(
+                        job.needs.iter().filter_map(|n| Some((n.clone(), needs_ctx.get(n)?.clone()))).collect()
+                    ),
+                });
+                let ctx = expr::Context {
+                    root: &root,
+                    needs_succeeded: needs_ok,
+                };
+                let runs = expr::job_condition(job.condition.as_deref(), &ctx).map_err(|e| {
+                    Error::Shape {
+                        file: wf.file.clone(),
+                        message: format!("job {}: {e}", job.id),
+                    }
+                })?;
+                let name = match &job.name {
+                    Some(n) if !n.contains("matrix.") => {
+                        expr::interpolate(n, &ctx).map_err(|e| Error::Shape {
+                            file: wf.file.clone(),
+                            message: format!("job {}: {e}", job.id),
+                        })?
+                    }
+                    Some(n) => n.clone(),
+                    None => job.id.clone(),
+                };
+                let mut token = job.permissions.clone();
+                token.retain(|_, level| level != "none");
+                if fork_pr {
+                    token = rules::fork_token(&token);
+                }
+                let mut secrets = Vec::new();
+                let mut withheld = Vec::new();
+                for sname in &job.secrets {
+                    let readable = !fork_pr
+                        && match secret_home(sname) {
+                            SecretHome::Repository => true,
+                            SecretHome::TrustedEnvironment => {
+                                job.environment.as_deref() == Some(TRUSTED_ENVIRONMENT)
+                                    && policy_allows(&run_ref)
+                            }
+                        };
+                    if readable {
+                        secrets.push(sname.clone());
+                    } else {
+                        withheld.push(sname.clone());
+                    }
+                }
+                let oidc = token.get("id-token").is_some_and(|l| l == "write");
+                let runs_pr_code = job.checks_out && run_event == "pull_request";
+                let (outputs, events, effects) = if runs {
+                    job_effects(&wf.file, &job.id, scenario, &ev, &mut st)
+                } else {
+                    Default::default()
+                };
+                emitted.extend(events);
+                needs_ctx.insert(
+                    job.id.clone(),
+                    json!({
+                        "result": if runs { "success" } else { "skipped" },
+                        "outputs": outputs,
+                    }),
+                );
+                jobs.push(JobReport {
+                    id: job.id.clone(),
+                    name,
+                    runs,
+                    environment: job.environment.clone(),
+                    token: if runs { token } else { BTreeMap::new() },
+                    secrets: if runs { secrets } else { Vec::new() },
+                    secrets_withheld: if runs { withheld } else { Vec::new() },
+                    oidc: runs && oidc,
+                    runs_pr_code: runs && runs_pr_code,
+                    effects,
+                });
+            }
+            let any_ran = jobs.iter().any(|j| j.runs);
+            runs.push(RunReport {
+                workflow: wf.file.clone(),
+                event: match &ev.action {
+                    Some(a) if run_event != "workflow_run" => format!("{run_event} ({a})"),
+                    _ => run_event.clone(),
+                },
+                cause: ev.cause.clone(),
+                definition,
+                git_ref: run_ref,
+                jobs,
+            });
+            queue.extend(emitted);
+            // Every completed run is a workflow_run event, whatever its conclusion.
+            let depth = ev.completed.as_ref().map_or(1, |c| c.depth + 1);
+            queue.push_back(Event {
+                name: "workflow_run".into(),
+                action: Some("completed".into()),
+                label: None,
+                actor: Actor::RunCompleted,
+                completed: Some(Completed {
+                    workflow: wf.name.clone(),
+                    event: run_event.clone(),
+                    conclusion: if any_ran { "success" } else { "skipped" }.into(),
+                    depth,
+                }),
+                cause: format!("{} ({run_event}) completed", wf.file),
+            });
+        }
+        if !started && ev.name != "workflow_run" {
+            quiet.push(format!("{what} ({}): no workflow listens", ev.cause));
+        }
+    }
+    Ok(Explanation {
+        scenario: scenario.clone(),
+        runs,
+        quiet,
+    })
+}
+
+/// The parts of the event payload the workflows' expressions read.
+fn event_payload(sc: &Scenario, ev: &Event, st: &State, run_event: &str) -> Value {
+    let repository = json!({"id": 42, "default_branch": sc.default_branch, "full_name": "owner/repo"});
+    let head_repo = if sc.fork { "contributor/repo" } else { "owner/repo" };
+    match run_event {
+        "issue_comment" => json!({
+            "action": ev.action,
+            "issue": {"number": st.pr, "state": "open", "pull_request": {"url": "https://api.github.com/repos/owner/repo/pulls/1"}},
+            "comment": {"id": 7, "body": sc.comment.clone().unwrap_or_default(),
+                        "author_association": sc.actor_association.clone().unwrap_or_else(|| "NONE".into())},
+            "repository": repository,
+        }),
+        "pull_request" | "pull_request_target" => json!({
+            "action": ev.action,
+            "label": ev.label.as_ref().map(|l| json!({"name": l})),
+            "pull_request": {"number": st.pr, "head": {"sha": st.head, "repo": {"full_name": head_repo}}},
+            "repository": repository,
+        }),
+        "workflow_run" => {
+            let c = ev.completed.clone().unwrap_or_default();
+            json!({
+                "action": "completed",
+                "workflow_run": {"name": c.workflow, "event": c.event, "conclusion": c.conclusion,
+                                 "head_sha": st.head, "id": st.next_run - 1},
+                "repository": repository,
+            })
+        }
+        _ => json!({"ref": sc.git_ref, "repository": repository}),
+    }
+}
+
+fn join(items: impl IntoIterator<Item = String>) -> String {
+    let v: Vec<String> = items.into_iter().collect();
+    if v.is_empty() { "-".into() } else { v.join(", ") }
+}
+
+/// The human-readable table.
+pub fn render_text(x: &Explanation) -> String {
+    let sc = &x.scenario;
+    let mut out = String::new();
+    let mut head = format!("event: {}", sc.event);
+    if let Some(a) = sc.action() {
+        let _ = write!(head, " ({a})");
+    }
+    if let Some(l) = &sc.label {
+        let _ = write!(head, ", label {l:?}");
+    }
+    if let Some(a) = &sc.actor_association {
+        let _ = write!(head, ", by {a}");
+    }
+    if let Some(c) = &sc.comment {
+        let _ = write!(head, ", comment {c:?}");
+    }
+    if let Some(r) = &sc.git_ref {
+        let _ = write!(head, ", ref {r}");
+    }
+    if sc.event != "push" {
+        head.push_str(if sc.fork { ", fork pull request" } else { ", same-repository pull request" });
+    }
+    let _ = writeln!(out, "{head}");
+    if x.runs.iter().all(|r| r.jobs.iter().all(|j| !j.runs)) {
+        let _ = writeln!(out, "nothing runs");
+    }
+    for (i, r) in x.runs.iter().enumerate() {
+        let _ = writeln!(out, "\n{}. {} on {}", i + 1, r.workflow, r.event);
+        let _ = writeln!(out, "   cause: {}", r.cause);
+        let _ = writeln!(out, "   definition: {}; ref {}", r.definition, r.git_ref);
+        for j in &r.jobs {
+            if !j.runs {
+                let _ = writeln!(out, "   - {:<9} skipped", j.id);
+                continue;
+            }
+            let _ = writeln!(out, "   - {:<9} runs as {:?}", j.id, j.name);
+            let _ = writeln!(
+                out,
+                "       token: {}",
+                join(j.token.iter().map(|(k, v)| format!("{k}: {v}")))
+            );
+            let _ = writeln!(
+                out,
+                "       secrets: {}{}",
+                join(j.secrets.iter().cloned()),
+                if j.secrets_withheld.is_empty() {
+                    String::new()
+                } else {
+                    format!(" (withheld: {})", j.secrets_withheld.join(", "))
+                }
+            );
+            let _ = writeln!(
+                out,
+                "       OIDC: {}; environment: {}; runs the pull request's code: {}",
+                if j.oidc { "yes" } else { "no" },
+                j.environment.as_deref().unwrap_or("-"),
+                if j.runs_pr_code { "yes" } else { "no" }
+            );
+            for e in &j.effects {
+                let _ = writeln!(out, "       -> {e}");
+            }
+        }
+    }
+    if !x.quiet.is_empty() {
+        let _ = writeln!(out);
+        for q in &x.quiet {
+            let _ = writeln!(out, "quiet: {q}");
+        }
+    }
+    out
+}

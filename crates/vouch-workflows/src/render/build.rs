@@ -1,0 +1,410 @@
+//! `vouch-build.yml`: the matrix, for pushes (trusted: build, sign in-run, dispatch in-run) and
+//! for pull requests a maintainer vouched for (build only; `vouch-sign.yml` signs).
+
+use super::{
+    ARTIFACT_NAME_STEP, BUILD_WORKFLOW_NAME, HEADER, PR_BUILD_GROUP, REQUEST_ARTIFACT_PREFIX,
+    SENTINEL_JOB, SIGN_FILE, TRIGGER_FILE, TRIGGER_LABEL, TRUSTED_ENVIRONMENT, Vars, fill,
+};
+use crate::Error;
+use crate::dispatch::Announcer;
+use crate::pins::{CHECKOUT, DOWNLOAD_ARTIFACT, SETUP_PYTHON, UPLOAD_ARTIFACT};
+
+/// The build job of a push (trusted: may write its branch's cache scope).
+pub const PUSH_BUILD_JOB: &str = "build-push";
+/// The build job of a pull request (runs the PR's code: only PR-fenced credentials).
+pub const PR_BUILD_JOB: &str = "build-pr";
+/// Secrets only trusted jobs may reference; they live in [`TRUSTED_ENVIRONMENT`], and the
+/// audit refuses them in any job a pull request can start.
+pub const TRUSTED_ONLY_SECRETS: &[&str] = &[
+    "VOUCH_CACHE_PASSWORD",
+    "VOUCH_SEAL_KEY",
+    "VOUCH_APP_PRIVATE_KEY",
+    "FLEXCI_WEBHOOK_SECRET",
+];
+
+/// The build job, once per trust level. GitHub evaluates a job's `if:` before the job is
+/// handed to a runner, and sends a runner only the secrets its job references, so a pull
+/// request's runner (which runs the PR's code) never holds the push password; a single job
+/// choosing the secret in a step expression would put both into its memory.
+const BUILD_JOB: &str = r#"  @@JOB@@:
+    name: build ${{ matrix.cell }}@@NAME_SUFFIX@@
+    needs: plan
+    # @@WHY@@
+    if: @@WHEN@@
+    runs-on: ${{ matrix.runner }}
+    timeout-minutes: @@BUILD_TIMEOUT@@@@ENVIRONMENT@@
+    permissions:
+      contents: read # check out the source
+    strategy:
+      fail-fast: false
+      matrix: ${{ fromJson(needs.plan.outputs.matrix) }}
+    env:
+      # What this build may do with the compiler cache (`vouch plan --event`): `trusted` (a
+      # push) reads and writes its own branch's scope; `pr` reads and writes at most pr/<N>
+      # (the gateway enforces it, and `vouch cache check` proves the credential cannot do more).
+      VOUCH_CACHE_MODE: ${{ matrix.cache_mode }}
+    steps:
+      - name: Check out
+        uses: @@CHECKOUT@@
+        with:
+          # A pull request's head, exactly: the commit the /test request recorded.
+          ref: ${{ github.event.pull_request.head.sha || github.sha }}
+          persist-credentials: false
+      - name: Set up Python ${{ matrix.python }}
+        id: python
+        uses: @@SETUP_PYTHON@@
+        with:
+          python-version: ${{ matrix.python }}
+@@INSTALL_MATRIX@@@@ARTIFACT_NAME@@@@BEFORE_BUILD@@      - name: Build ${{ matrix.cell }}
+        env:
+          CELL: ${{ matrix.cell }}
+          PYTHON: ${{ steps.python.outputs.python-path }}
+          HEAD_SHA: ${{ github.event.pull_request.head.sha || github.sha }}
+          VOUCH_CACHE_STORE: ${{ vars.VOUCH_CACHE_STORE }}
+          VOUCH_CACHE_PASSWORD: ${{ secrets.@@SECRET@@ }}@@SECRET_NOTE@@@@SEAL_ENV@@
+        run: |
+          pw="$RUNNER_TEMP/vouch-cache-password"
+          seal="$RUNNER_TEMP/vouch-seal-key"
+          trap 'rm -f "$pw" "$seal"' EXIT
+          cache=()@@SEAL_RUN@@
+          if [ -n "$VOUCH_CACHE_STORE" ]; then
+            cache=(--cache sccache --cache-store "$VOUCH_CACHE_STORE" --scope-from-github)
+            if [ -n "$VOUCH_CACHE_PASSWORD" ]; then
+              (umask 077 && printf '%s' "$VOUCH_CACHE_PASSWORD" > "$pw")
+              cache+=(--cache-password-file "$pw")
+            fi
+          fi
+          unset VOUCH_CACHE_PASSWORD
+          echo "cache mode: $VOUCH_CACHE_MODE"
+          if [ "$GITHUB_EVENT_NAME" != push ] && [[ "$VOUCH_CACHE_STORE" == redis://* ]]; then
+            check=(--store "$VOUCH_CACHE_STORE" --scope-from-github)
+            if [ -f "$pw" ]; then check+=(--password-file "$pw"); fi
+            vouch cache check "${check[@]}"
+          fi
+          # The cell's toolchain, template and environment come from the profile; the wheel
+          # and its build record (<wheel>.build.json) go to dist/.
+          vouch build --profile "$VOUCH_PROFILE" --cell "$CELL" --source . --out dist \
+            --python "$PYTHON" --sha "$HEAD_SHA" "${cache[@]}"@@SEAL_ARG@@
+@@AFTER_BUILD@@      - name: Upload the unsigned build
+        uses: @@UPLOAD_ARTIFACT@@
+        with:
+          name: unsigned-${{ steps.name.outputs.name }}
+          path: dist/
+          if-no-files-found: error
+          overwrite: true
+          retention-days: 3
+
+"#;
+
+fn build_jobs(v: &Vars<'_>) -> Result<String, Error> {
+    let before = crate::steps::render(&v.opts.steps.before_build, "before_build")?;
+    let after = crate::steps::render(&v.opts.steps.after_build, "after_build")?;
+    let job = |id: &str,
+               suffix: &str,
+               why: &str,
+               when: &str,
+               environment: &str,
+               secret: &str,
+               seal: [&str; 3]| {
+        // Only this job's own placeholders; the shared ones are filled with the workflow.
+        [
+            ("@@JOB@@", id),
+            ("@@NAME_SUFFIX@@", suffix),
+            ("@@WHY@@", why),
+            ("@@WHEN@@", when),
+            ("@@ENVIRONMENT@@", environment),
+            ("@@SECRET@@", secret),
+            (
+                "@@SECRET_NOTE@@",
+                if environment.is_empty() {
+                    // Fenced by the gateway to pr/<N>; an environment would add nothing, since a
+                    // same-repository pull request may name any environment its ref passes.
+                    " # zizmor: ignore[secrets-outside-env]"
+                } else {
+                    ""
+                },
+            ),
+            ("@@SEAL_ENV@@", seal[0]),
+            ("@@SEAL_RUN@@", seal[1]),
+            ("@@SEAL_ARG@@", seal[2]),
+            ("@@BEFORE_BUILD@@", &before),
+            ("@@AFTER_BUILD@@", &after),
+        ]
+        .iter()
+        .fold(BUILD_JOB.to_owned(), |t, (k, v)| t.replace(k, v))
+    };
+    let trusted_env = format!(
+        "\n    # The push password and seal key live in this environment (default and push\n    # branches only), out of reach of a pull request's own workflow runs.\n    environment: {TRUSTED_ENVIRONMENT}"
+    );
+    Ok(job(
+        PUSH_BUILD_JOB,
+        "",
+        "A push: trusted code, the push cache password.",
+        "github.event_name == 'push'",
+        &trusted_env,
+        TRUSTED_ONLY_SECRETS[0],
+        [
+            "\n          VOUCH_SEAL_KEY: ${{ secrets.VOUCH_SEAL_KEY }}",
+            "\n          # The key that authenticates the sealed venvs and toolkits this build reuses on a\n          # self-hosted runner: a pull request's build never holds it, so cannot forge them.\n          seal_arg=()\n          if [ -n \"$VOUCH_SEAL_KEY\" ]; then\n            (umask 077 && printf '%s' \"$VOUCH_SEAL_KEY\" > \"$seal\")\n            seal_arg=(--seal-key-file \"$seal\")\n          fi\n          unset VOUCH_SEAL_KEY",
+            " \"${seal_arg[@]}\"",
+        ],
+    ) + &job(
+        PR_BUILD_JOB,
+        " (PR)",
+        "A pull request: its runner never receives the push password, and it cannot sign.",
+        "github.event_name == 'pull_request'",
+        "",
+        "VOUCH_CACHE_PR_PASSWORD",
+        ["", "", ""],
+    ))
+}
+
+fn dispatch_job(v: &Vars<'_>) -> String {
+    let dispatch = &v.opts.dispatch;
+    if dispatch.is_none() {
+        return String::new();
+    }
+    let install = v.install().steps("python3");
+    fill(
+        r#"  dispatch:
+    name: dispatch the signed build
+    needs: attest
+    if: github.event_name == 'push'
+    runs-on: ubuntu-24.04
+    timeout-minutes: 10
+    # The dispatch secret lives here (default and push branches only).
+    environment: @@ENVIRONMENT@@
+    permissions:
+@@PERMISSIONS@@    steps:
+@@INSTALL@@@@STEPS@@
+"#,
+        &[
+            ("ENVIRONMENT", TRUSTED_ENVIRONMENT),
+            (
+                "PERMISSIONS",
+                match dispatch.permissions() {
+                    "" => "      {}\n",
+                    p => p,
+                },
+            ),
+            ("INSTALL", &install),
+            ("STEPS", &dispatch.steps(Announcer::PushBuild)),
+        ],
+    )
+}
+
+pub(crate) fn render(v: &Vars<'_>) -> Result<String, Error> {
+    let build_jobs = build_jobs(v)?;
+    let install_ubuntu = v.install().steps("python3");
+    let install_matrix = v
+        .install()
+        .steps("${{ steps.python.outputs.python-path }}");
+    let dispatch = dispatch_job(v);
+    let text = fill(
+        r#"@@HEADER@@
+#
+# Builds every cell of the vouch profile @@PROFILE@@ (project @@PROJECT@@):
+#
+# - push to main, v* or hotfix-*, or a v* tag: trusted. Builds (may write its branch's
+#   compiler-cache scope), signs in-run (`attest`: the only job here with an OIDC token; it
+#   checks out and runs nothing), then dispatches the signed build (`dispatch`).
+# - pull request labelled @@LABEL@@ by @@TRIGGER_FILE@@: builds exactly the head a /test
+#   request recorded (`request` finds the record; without one there is nothing to build).
+#   No job here can sign or read a trusted secret; @@SIGN_FILE@@ signs from the default
+#   branch once this run succeeded.
+# - any other label: nothing runs, and the check reports as "vouch-build (nothing to build)".
+#
+# Make the check @@SENTINEL@@ required: it reports under that name only when there was
+# something to build, so a run with nothing to build neither blocks nor satisfies it.
+name: @@BUILD_NAME@@
+
+on:
+  pull_request:
+    types: [labeled]
+  push:
+    branches: [main, 'v*', 'hotfix-*']
+    tags: ['v*']
+
+permissions: {}
+
+# A pull request's build shares its group with the trigger's hygiene job, which cancels it
+# when a new head arrives. Pushes are never cancelled. Any other label gets a group of its own.
+concurrency:
+  group: ${{ github.event_name == 'push' && format('vouch-push-{0}-{1}', github.ref, github.sha) || github.event.label.name == '@@LABEL@@' && format('@@PR_GROUP@@{0}', github.event.pull_request.number) || format('vouch-noop-{0}', github.run_id) }}
+  cancel-in-progress: ${{ github.event_name == 'pull_request' }}
+
+defaults:
+  run:
+    shell: bash
+
+env:
+  VOUCH_PROFILE: '@@PROFILE@@'
+@@INSTALL_ENV@@
+jobs:
+  request:
+    name: find the /test request
+    if: github.event_name == 'push' || github.event.label.name == '@@LABEL@@'
+    runs-on: ubuntu-24.04
+    timeout-minutes: 5
+    permissions:
+      actions: read # look up the request artifact
+    outputs:
+      build: ${{ steps.find.outputs.build }}
+    steps:
+      - name: A /test recorded for this head by a default-branch run
+        id: find
+        env:
+          GH_TOKEN: ${{ github.token }}
+          EVENT: ${{ github.event_name }}
+          REPO: ${{ github.repository }}
+          REPO_ID: ${{ github.event.repository.id }}
+          DEFAULT_BRANCH: ${{ github.event.repository.default_branch }}
+          PR_NUMBER: ${{ github.event.pull_request.number }}
+          HEAD_SHA: ${{ github.event.pull_request.head.sha }}
+        run: |
+          if [ "$EVENT" = push ]; then
+            echo "build=true" >> "$GITHUB_OUTPUT"
+            exit 0
+          fi
+          # Not a security boundary (the sign workflow checks again, from the default branch):
+          # it keeps a label set by hand, or a head that moved, from starting a build.
+          n=$(gh api "repos/$REPO/actions/artifacts?name=@@REQUEST@@$PR_NUMBER-$HEAD_SHA" \
+            | jq --arg branch "$DEFAULT_BRANCH" --argjson repo "$REPO_ID" \
+              '[.artifacts[] | select(.expired == false and .workflow_run.head_branch == $branch
+                 and .workflow_run.head_repository_id == $repo)] | length')
+          if [ "$n" -gt 0 ]; then
+            echo "build=true" >> "$GITHUB_OUTPUT"
+          else
+            echo "::notice::no /test recorded for #$PR_NUMBER at $HEAD_SHA: nothing to build"
+            echo "build=false" >> "$GITHUB_OUTPUT"
+          fi
+
+  plan:
+    name: plan
+    needs: request
+    if: needs.request.outputs.build == 'true'
+    runs-on: ubuntu-24.04
+    timeout-minutes: 15
+    permissions:
+      contents: read # check out the profile
+    outputs:
+      matrix: ${{ steps.plan.outputs.matrix }}
+    steps:
+      - name: Check out
+        uses: @@CHECKOUT@@
+        with:
+          ref: ${{ github.event.pull_request.head.sha || github.sha }}
+          persist-credentials: false
+@@INSTALL_UBUNTU@@      - name: Plan the matrix
+        id: plan
+        run: |
+          matrix=$(vouch plan --profile "$VOUCH_PROFILE" --format github --event "$GITHUB_EVENT_NAME")
+          echo "matrix=$matrix" >> "$GITHUB_OUTPUT"
+
+@@BUILD_JOBS@@  attest:
+    name: attest ${{ matrix.cell }}
+    needs: [plan, @@PUSH_JOB@@]
+    if: github.event_name == 'push'
+    runs-on: ubuntu-24.04
+    timeout-minutes: 30
+    permissions:
+      id-token: write # the OIDC token Sigstore's Fulcio certifies (keyless signing)
+    strategy:
+      fail-fast: false
+      matrix: ${{ fromJson(needs.plan.outputs.matrix) }}
+    steps:
+@@INSTALL_UBUNTU@@@@ARTIFACT_NAME@@      - name: Download the unsigned build
+        uses: @@DOWNLOAD_ARTIFACT@@
+        with:
+          name: unsigned-${{ steps.name.outputs.name }}
+          path: dist
+      - name: Sign the provenance (Sigstore, keyless)
+        env:
+          CELL: ${{ matrix.cell }}
+          ARTIFACT: ${{ steps.name.outputs.name }}
+        run: |
+          # Exactly the cell's one wheel; its build record (a trusted push build's) supplies
+          # the claims a rebuild needs.
+          wheels=(dist/*.whl)
+          records=(dist/*.build.json)
+          if [ ${#wheels[@]} -ne 1 ] || [ ! -f "${wheels[0]}" ] \
+              || [ ${#records[@]} -ne 1 ] || [ ! -f "${records[0]}" ]; then
+            echo "::error::expected one wheel and one build record in unsigned-$ARTIFACT"
+            exit 1
+          fi
+          claims=()
+          epoch=$(jq -r '.source_date_epoch // empty' "${records[0]}")
+          if [[ "$epoch" =~ ^[0-9]+$ ]]; then claims+=(--source-date-epoch "$epoch"); fi
+          digest=$(jq -r '.inputs_digest // empty' "${records[0]}")
+          if [ -n "$digest" ]; then claims+=(--build-inputs-digest "$digest"); fi
+          scope=$(jq -r '.cache.policy.write // empty' "${records[0]}")
+          if [ -n "$scope" ]; then claims+=(--cache-scope "$scope"); fi
+          vouch attest --signer sigstore --cell "$CELL" --artifact-name "$ARTIFACT" \
+            "${claims[@]}" --out "dist/$ARTIFACT.sigstore.json" "${wheels[0]}"
+      - name: Upload the wheel with its bundle
+        uses: @@UPLOAD_ARTIFACT@@
+        with:
+          name: ${{ steps.name.outputs.name }}
+          path: dist/
+          if-no-files-found: error
+          overwrite: true
+
+@@DISPATCH@@  @@SENTINEL@@:
+    name: ${{ needs.request.outputs.build == 'true' && '@@SENTINEL@@' || 'vouch-build (nothing to build)' }}
+    needs: [request, plan, @@PUSH_JOB@@, @@PR_JOB@@, attest]
+    if: always()
+    runs-on: ubuntu-24.04
+    timeout-minutes: 5
+    permissions: {}
+    steps:
+      - name: Every job this event needs succeeded
+        env:
+          BUILD: ${{ needs.request.outputs.build }}
+          # The build job of the other trust level is skipped by design and not counted;
+          # a pull request's run does not sign.
+          RESULTS: >-
+            ${{ needs.request.result }}
+            ${{ needs.plan.result }}
+            ${{ github.event_name == 'push' && needs.@@PUSH_JOB@@.result || needs.@@PR_JOB@@.result }}
+            ${{ github.event_name == 'push' && needs.attest.result || 'success' }}
+        run: |
+          if [ "$BUILD" != true ]; then
+            echo "nothing to build"
+            exit 0
+          fi
+          echo "request, plan, build, attest: $RESULTS"
+          for r in $RESULTS; do
+            if [ "$r" != success ]; then
+              echo "::error::a job this check needs did not succeed ($r)"
+              exit 1
+            fi
+          done
+"#,
+        &[
+            ("BUILD_JOBS", &build_jobs),
+            ("DISPATCH", &dispatch),
+            ("PUSH_JOB", PUSH_BUILD_JOB),
+            ("PR_JOB", PR_BUILD_JOB),
+            ("HEADER", HEADER),
+            ("PROJECT", v.project),
+            ("PROFILE", &v.opts.profile_path),
+            ("LABEL", TRIGGER_LABEL),
+            ("PR_GROUP", PR_BUILD_GROUP),
+            ("REQUEST", REQUEST_ARTIFACT_PREFIX),
+            ("TRIGGER_FILE", TRIGGER_FILE),
+            ("SIGN_FILE", SIGN_FILE),
+            ("SENTINEL", SENTINEL_JOB),
+            ("BUILD_NAME", BUILD_WORKFLOW_NAME),
+            ("INSTALL_ENV", &v.install().env()),
+            ("BUILD_TIMEOUT", &v.opts.build_timeout_minutes.to_string()),
+            ("INSTALL_UBUNTU", &install_ubuntu),
+            ("INSTALL_MATRIX", &install_matrix),
+            ("ARTIFACT_NAME", ARTIFACT_NAME_STEP),
+            ("CHECKOUT", &CHECKOUT.uses()),
+            ("SETUP_PYTHON", &SETUP_PYTHON.uses()),
+            ("UPLOAD_ARTIFACT", &UPLOAD_ARTIFACT.uses()),
+            ("DOWNLOAD_ARTIFACT", &DOWNLOAD_ARTIFACT.uses()),
+        ],
+    );
+    Ok(text)
+}

@@ -1,0 +1,165 @@
+//! `vouch-sign.yml`: signs a pull request's build (a fork's too) from the default branch, then
+//! dispatches it.
+
+use super::{
+    BUILD_FILE, BUILD_WORKFLOW_NAME, HEADER, TOKEN_TO_FILE, TRIGGER_FILE, TRUSTED_ENVIRONMENT,
+    Vars, fill,
+};
+use crate::dispatch::Announcer;
+use crate::pins::UPLOAD_ARTIFACT;
+
+/// The `vouch pr-run` flags every job passes: which run, and the workflow files it must be.
+const PIN_FLAGS: &str = r#"--repo "$REPO" --run-id "$RUN_ID" --token-file "$tok" \
+            --build-workflow .github/workflows/@@BUILD_FILE@@ \
+            --trigger-workflow .github/workflows/@@TRIGGER_FILE@@"#;
+
+/// The env every `vouch pr-run` step reads.
+const PIN_ENV: &str = r#"          GH_TOKEN: ${{ github.token }}
+          REPO: ${{ github.repository }}
+          RUN_ID: ${{ github.event.workflow_run.id }}
+"#;
+
+fn dispatch_job(v: &Vars<'_>) -> String {
+    let dispatch = &v.opts.dispatch;
+    if dispatch.is_none() {
+        return String::new();
+    }
+    fill(
+        r#"
+  dispatch:
+    name: dispatch the signed build
+    needs: sign
+    runs-on: ubuntu-24.04
+    timeout-minutes: 10
+    # The dispatch secret lives here (default and push branches only; this run is on the
+    # default branch).
+    environment: @@ENVIRONMENT@@
+    permissions:
+      actions: read # the build run and the recorded request
+      pull-requests: read # the pull request's current head and base
+@@PERMISSIONS@@    steps:
+@@INSTALL@@      - name: Re-check the pull request and load the recorded request
+        env:
+@@PIN_ENV@@        run: |
+          @@TOKEN_TO_FILE@@
+          vouch pr-run pin @@PIN_FLAGS@@ \
+            --request-out "$RUNNER_TEMP/request"
+@@STEPS@@"#,
+        &[
+            ("ENVIRONMENT", TRUSTED_ENVIRONMENT),
+            ("PERMISSIONS", dispatch.permissions()),
+            ("INSTALL", &v.install().steps("python3")),
+            ("PIN_ENV", PIN_ENV),
+            ("TOKEN_TO_FILE", TOKEN_TO_FILE),
+            ("PIN_FLAGS", PIN_FLAGS),
+            ("STEPS", &dispatch.steps(Announcer::PrSign)),
+            ("BUILD_FILE", BUILD_FILE),
+            ("TRIGGER_FILE", TRIGGER_FILE),
+        ],
+    )
+}
+
+pub(crate) fn render(v: &Vars<'_>) -> String {
+    let install = v.install().steps("python3");
+    fill(
+        r#"@@HEADER@@
+#
+# Signs the wheels of a pull request's @@BUILD_FILE@@ run of @@PROJECT@@, forks included, in
+# the base repository's context: workflow_run runs this file as it is on the default branch,
+# with an OIDC token even when the build had none. Nothing from the pull request is checked
+# out or run. Every claim comes from the GitHub API (the build run pinned by id: its workflow,
+# event, head and conclusion), or from the /test request @@TRIGGER_FILE@@ recorded in a
+# default-branch run; the build record's values are signed as reported by the build. The
+# pull request must still point at the recorded head and base.
+#
+# Consumers verify the bundle against this workflow: signer @@SELF@@ at the default
+# branch, trigger workflow_run, predicate https://vouch.build/pr-build/v1 naming the pull
+# request and head.
+name: vouch-sign
+
+on:
+  # Safe here because nothing from the pull request runs: its wheels are only hashed.
+  workflow_run: # zizmor: ignore[dangerous-triggers]
+    workflows: [@@BUILD_NAME@@]
+    types: [completed]
+
+permissions: {}
+
+concurrency:
+  group: vouch-sign-${{ github.event.workflow_run.id }}
+  cancel-in-progress: false
+
+defaults:
+  run:
+    shell: bash
+
+env:
+@@INSTALL_ENV@@
+jobs:
+  pin:
+    name: pin the build run
+    if: >-
+      github.event.workflow_run.event == 'pull_request' &&
+      github.event.workflow_run.conclusion == 'success'
+    runs-on: ubuntu-24.04
+    timeout-minutes: 20
+    permissions:
+      actions: read # the build run, its artifacts and the recorded request
+      pull-requests: read # the pull request's current head and base
+    outputs:
+      matrix: ${{ steps.pin.outputs.matrix }}
+    steps:
+@@INSTALL@@      - name: Pin the run, the request and the pull request
+        id: pin
+        env:
+@@PIN_ENV@@        run: |
+          @@TOKEN_TO_FILE@@
+          vouch pr-run pin @@PIN_FLAGS@@ \
+            --matrix-out "$RUNNER_TEMP/matrix.json"
+          echo "matrix=$(jq -c . "$RUNNER_TEMP/matrix.json")" >> "$GITHUB_OUTPUT"
+
+  sign:
+    name: sign ${{ matrix.artifact }}
+    needs: pin
+    runs-on: ubuntu-24.04
+    timeout-minutes: 30
+    permissions:
+      actions: read # download the build's artifact by id
+      pull-requests: read # re-check the pull request's head
+      id-token: write # the OIDC token Sigstore's Fulcio certifies (keyless signing)
+    strategy:
+      fail-fast: false
+      matrix: ${{ fromJson(needs.pin.outputs.matrix) }}
+    steps:
+@@INSTALL@@      - name: Sign exactly the cell's wheel
+        env:
+@@PIN_ENV@@          ARTIFACT: ${{ matrix.artifact }}
+        run: |
+          @@TOKEN_TO_FILE@@
+          vouch pr-run sign @@PIN_FLAGS@@ \
+            --artifact "$ARTIFACT" --signer sigstore --out signed
+      - name: Upload the wheel with its bundle
+        uses: @@UPLOAD_ARTIFACT@@
+        with:
+          name: ${{ matrix.artifact }}
+          path: signed/
+          if-no-files-found: error
+          overwrite: true
+@@DISPATCH@@"#,
+        &[
+            ("HEADER", HEADER),
+            ("PROJECT", v.project),
+            ("BUILD_NAME", BUILD_WORKFLOW_NAME),
+            ("SELF", super::SIGN_FILE),
+            ("INSTALL_ENV", &v.install().env()),
+            ("INSTALL", &install),
+            ("PIN_ENV", PIN_ENV),
+            ("TOKEN_TO_FILE", TOKEN_TO_FILE),
+            ("PIN_FLAGS", PIN_FLAGS),
+            ("DISPATCH", &dispatch_job(v)),
+            ("BUILD_FILE", BUILD_FILE),
+            ("TRIGGER_FILE", TRIGGER_FILE),
+            ("UPLOAD_ARTIFACT", &UPLOAD_ARTIFACT.uses()),
+        ],
+    )
+}
