@@ -235,8 +235,9 @@ fn push_only(job: &Yaml) -> bool {
             .strip_prefix("${{")
             .and_then(|c| c.strip_suffix("}}"))
             .unwrap_or(c);
+        // Without `||`, every `&&` term must hold; a negated or grouped term never equals
+        // the test exactly.
         !c.contains("||")
-            && !c.contains('(')
             && c.split("&&")
                 .any(|t| t.trim() == "github.event_name == 'push'")
     })

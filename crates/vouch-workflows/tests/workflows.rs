@@ -1,9 +1,11 @@
-//! The generated workflows for the CuPy profile: pinned by snapshot, checked for staleness, and
-//! audited for the trust rules, with one mutated copy per rule to show the audit can fail.
+//! The generated workflows for the CuPy profile: pinned by snapshot, checked for staleness,
+//! audited for the trust rules (with one mutated copy per rule to show the audit can fail), and
+//! explained event by event against GitHub's documented rules.
 
 use std::path::{Path, PathBuf};
 
 use vouch_profile::Profile;
+use vouch_workflows::explain::{Explanation, Scenario, explain, render_text};
 use vouch_workflows::{
     GeneratedFile, Options, Rule, StaleKind, Violation, audit_trust, check, generate, write_files,
 };
@@ -15,16 +17,7 @@ fn cupy_profile() -> Profile {
 }
 
 fn options() -> Options {
-    Options::new(
-        "vouch.toml",
-        "0.1.0",
-        vec![
-            // Stand-ins: the Linux x86_64, Linux aarch64 and Windows wheels.
-            "1".repeat(64),
-            "2".repeat(64),
-            "3".repeat(64),
-        ],
-    )
+    Options::from_profile(&cupy_profile(), "vouch.toml").expect("the CuPy profile's options")
 }
 
 fn files() -> Vec<GeneratedFile> {
@@ -42,10 +35,7 @@ fn file(name: &str) -> GeneratedFile {
 fn snapshots() {
     let files = files();
     let names: Vec<&str> = files.iter().map(|f| f.name.as_str()).collect();
-    assert_eq!(
-        names,
-        ["vouch-trigger.yml", "vouch-build.yml", "vouch-dispatch.yml"]
-    );
+    assert_eq!(names, ["vouch-trigger.yml", "vouch-build.yml", "vouch-sign.yml"]);
     for f in &files {
         assert!(
             f.contents.starts_with(vouch_workflows::HEADER),
@@ -59,10 +49,6 @@ fn snapshots() {
 #[test]
 fn deterministic() {
     assert_eq!(files(), files());
-    // Hash order does not matter.
-    let mut reversed = options();
-    reversed.vouch_wheel_sha256.reverse();
-    assert_eq!(generate(&cupy_profile(), &reversed).unwrap(), files());
 }
 
 /// Writes the files to `$VOUCH_WORKFLOWS_OUT` when set, for linters (zizmor, actionlint).
@@ -114,17 +100,17 @@ fn check_fresh_stale_missing_unexpected() {
         format!("{}\nname: old\n", vouch_workflows::HEADER),
     )
     .unwrap();
-    std::fs::remove_file(dir.join("vouch-dispatch.yml")).unwrap();
+    std::fs::remove_file(dir.join("vouch-sign.yml")).unwrap();
     let stale = check(&dir, &expected).unwrap();
     let kinds: Vec<(&str, StaleKind)> = stale.iter().map(|s| (s.name.as_str(), s.kind)).collect();
     assert_eq!(
         kinds,
         [
-            ("vouch-dispatch.yml", StaleKind::Missing),
+            ("vouch-sign.yml", StaleKind::Missing),
             ("vouch-old.yml", StaleKind::Unexpected)
         ]
     );
-    assert!(stale[0].diff.contains("+name: vouch-dispatch"));
+    assert!(stale[0].diff.contains("+name: vouch-sign"));
     assert!(stale[1].diff.contains("-name: old"));
 }
 
@@ -157,7 +143,7 @@ fn audit_catches_top_level_permissions() {
         "\npermissions: write-all\n",
     );
     assert_caught(&v, Rule::TopLevelPermissions, None);
-    let v = audit_mutated("vouch-dispatch.yml", "\npermissions: {}\n", "\n");
+    let v = audit_mutated("vouch-sign.yml", "\npermissions: {}\n", "\n");
     assert_caught(&v, Rule::TopLevelPermissions, None);
     let v = audit_mutated(
         "vouch-trigger.yml",
@@ -168,7 +154,7 @@ fn audit_catches_top_level_permissions() {
 }
 
 #[test]
-fn audit_catches_signing_permissions_outside_attest() {
+fn audit_catches_signing_permissions_outside_the_signing_jobs() {
     // The build job (it runs the pull request's code) must not get an OIDC token.
     let v = audit_mutated(
         "vouch-build.yml",
@@ -187,24 +173,64 @@ fn audit_catches_signing_permissions_outside_attest() {
     );
     assert_caught(&v, Rule::SigningPermissionOutsideAttest, Some("plan"));
     let v = audit_mutated(
-        "vouch-dispatch.yml",
-        "    permissions: {}\n    steps:",
-        "    permissions: write-all\n    steps:",
+        "vouch-sign.yml",
+        "      pull-requests: read # the pull request's current head and base\n    outputs:",
+        "      pull-requests: read\n      id-token: write\n    outputs:",
     );
-    assert_caught(&v, Rule::SigningPermissionOutsideAttest, Some("dispatch"));
+    assert_caught(&v, Rule::SigningPermissionOutsideAttest, Some("pin"));
+}
+
+/// The push build's signer must stay out of reach of a pull request's run.
+#[test]
+fn audit_catches_a_signing_job_a_pull_request_can_start() {
+    let v = audit_mutated(
+        "vouch-build.yml",
+        "    needs: [plan, build-push]\n    if: github.event_name == 'push'\n",
+        "    needs: [plan, build-push]\n    if: always()\n",
+    );
+    assert_caught(&v, Rule::SigningJobReachableFromPr, Some("attest"));
+    // A condition with more terms that still requires a push is fine.
+    let v = audit_mutated(
+        "vouch-build.yml",
+        "    needs: [plan, build-push]\n    if: github.event_name == 'push'\n",
+        "    needs: [plan, build-push]\n    if: success() && github.event_name == 'push'\n",
+    );
+    assert!(v.is_empty(), "{v:#?}");
+    let v = audit_mutated(
+        "vouch-build.yml",
+        "    needs: [plan, build-push]\n    if: github.event_name == 'push'\n",
+        "    needs: [plan, build-push]\n    if: github.event_name == 'push' || github.event_name == 'pull_request'\n",
+    );
+    assert_caught(&v, Rule::SigningJobReachableFromPr, Some("attest"));
 }
 
 #[test]
 fn audit_catches_a_signing_job_that_checks_out() {
     let checkout = vouch_workflows::pins::CHECKOUT.uses();
     let v = audit_mutated(
-        "vouch-build.yml",
-        "      matrix: ${{ fromJson(needs.plan.outputs.matrix) }}\n    steps:\n      - name: Install vouch",
+        "vouch-sign.yml",
+        "      matrix: ${{ fromJson(needs.pin.outputs.matrix) }}\n    steps:\n",
         &format!(
-            "      matrix: ${{{{ fromJson(needs.plan.outputs.matrix) }}}}\n    steps:\n      - uses: {checkout}\n        with:\n          persist-credentials: false\n      - name: Install vouch"
+            "      matrix: ${{{{ fromJson(needs.pin.outputs.matrix) }}}}\n    steps:\n      - uses: {checkout}\n        with:\n          persist-credentials: false\n"
         ),
     );
-    assert_caught(&v, Rule::SigningJobChecksOut, Some("attest"));
+    assert_caught(&v, Rule::SigningJobChecksOut, Some("sign"));
+}
+
+#[test]
+fn audit_catches_trusted_secrets_outside_the_environment() {
+    let v = audit_mutated(
+        "vouch-trigger.yml",
+        "    environment: vouch-trusted\n",
+        "",
+    );
+    assert_caught(&v, Rule::TrustedSecretOutsideEnvironment, Some("label"));
+    let v = audit_mutated(
+        "vouch-sign.yml",
+        "    environment: vouch-trusted\n",
+        "    environment: anything\n",
+    );
+    assert_caught(&v, Rule::TrustedSecretOutsideEnvironment, Some("dispatch"));
 }
 
 #[test]
@@ -218,50 +244,46 @@ fn audit_catches_checkout_and_cache_in_privileged_workflows() {
             "    steps:\n      - uses: {checkout}\n        with:\n          persist-credentials: false\n      - name: GitHub App token"
         ),
     );
-    assert_caught(&v, Rule::PrivilegedCheckout, Some("trigger"));
+    assert_caught(&v, Rule::PrivilegedCheckout, Some("label"));
     let v = audit_mutated(
         "vouch-trigger.yml",
         steps,
         "    steps:\n      - run: gh pr checkout \"$PR_NUMBER\"\n      - name: GitHub App token",
     );
-    assert_caught(&v, Rule::PrivilegedCheckout, Some("trigger"));
+    assert_caught(&v, Rule::PrivilegedCheckout, Some("label"));
     let v = audit_mutated(
         "vouch-trigger.yml",
         steps,
         "    steps:\n      - uses: actions/cache@5a3ec84eff668545956fd18022155c47e93e2684\n        with:\n          path: ~/.cache\n          key: k\n      - name: GitHub App token",
     );
-    assert_caught(&v, Rule::PrivilegedCache, Some("trigger"));
+    assert_caught(&v, Rule::PrivilegedCache, Some("label"));
     let v = audit_mutated(
         "vouch-trigger.yml",
         "          LABEL: 'ci:triggered'\n",
         "          LABEL: 'ci:triggered'\n          VOUCH_CACHE_STORE: ${{ vars.VOUCH_CACHE_STORE }}\n",
     );
-    assert_caught(&v, Rule::PrivilegedCache, Some("trigger"));
+    assert_caught(&v, Rule::PrivilegedCache, Some("label"));
     let v = audit_mutated(
         "vouch-trigger.yml",
         "    permissions: {}\n    steps:",
         "    permissions: {}\n    env:\n      SCCACHE_WEBDAV_ENDPOINT: http://x\n    steps:",
     );
-    assert_caught(&v, Rule::PrivilegedCache, Some("trigger"));
+    assert_caught(&v, Rule::PrivilegedCache, Some("label"));
     let v = audit_mutated(
         "vouch-trigger.yml",
         "        run: |\n",
         "        run: |\n          vouch build --source . --out dist --cache sccache --cache-store /c\n",
     );
-    assert_caught(&v, Rule::PrivilegedCache, Some("trigger"));
-    // The same trigger job under pull_request_target.
-    let mut f = file("vouch-trigger.yml");
-    f.contents = f
-        .contents
-        .replace("  issue_comment:\n", "  pull_request_target:\n")
-        .replace(
-            steps,
-            &format!(
-                "    steps:\n      - uses: {checkout}\n        with:\n          persist-credentials: false\n      - name: GitHub App token"
-            ),
-        );
-    let v = audit_trust(&[f]).unwrap();
-    assert_caught(&v, Rule::PrivilegedCheckout, Some("trigger"));
+    assert_caught(&v, Rule::PrivilegedCache, Some("record"));
+    // The hygiene job runs under pull_request_target: the same rules.
+    let v = audit_mutated(
+        "vouch-trigger.yml",
+        "      - name: Remove the label\n",
+        &format!(
+            "      - uses: {checkout}\n        with:\n          persist-credentials: false\n      - name: Remove the label\n"
+        ),
+    );
+    assert_caught(&v, Rule::PrivilegedCheckout, Some("hygiene"));
     // A checkout in the build workflow (pull_request, push) is fine.
     assert!(audit_trust(&[file("vouch-build.yml")]).unwrap().is_empty());
 }
@@ -277,17 +299,17 @@ fn audit_catches_unpinned_uses() {
     assert_caught(&v, Rule::UnpinnedUses, Some("plan"));
     let pin = vouch_workflows::pins::CREATE_APP_TOKEN;
     let v = audit_mutated(
-        "vouch-dispatch.yml",
+        "vouch-trigger.yml",
         &format!("{}@{}", pin.action, pin.sha),
         "actions/create-github-app-token@main",
     );
-    assert_caught(&v, Rule::UnpinnedUses, Some("dispatch"));
+    assert_caught(&v, Rule::UnpinnedUses, Some("label"));
     let v = audit_mutated(
-        "vouch-dispatch.yml",
-        "    runs-on: ubuntu-24.04\n    timeout-minutes: 5\n    permissions: {}\n    steps:",
-        "    uses: octo/wf/.github/workflows/x.yml@v1\n    steps:",
+        "vouch-sign.yml",
+        "    runs-on: ubuntu-24.04\n    timeout-minutes: 20\n",
+        "    uses: octo/wf/.github/workflows/x.yml@v1\n",
     );
-    assert_caught(&v, Rule::UnpinnedUses, Some("dispatch"));
+    assert_caught(&v, Rule::UnpinnedUses, Some("pin"));
 }
 
 #[test]
@@ -300,7 +322,7 @@ fn audit_catches_persisted_credentials() {
     assert_caught(&v, Rule::PersistedCredentials, Some("plan"));
     let v = audit_mutated(
         "vouch-build.yml",
-        "        with:\n          persist-credentials: false\n      - name: Set up Python",
+        "          persist-credentials: false\n      - name: Set up Python",
         "      - name: Set up Python",
     );
     assert_caught(&v, Rule::PersistedCredentials, Some("build-push"));
@@ -319,13 +341,13 @@ fn audit_catches_expressions_in_run() {
         "\"repos/$REPO/issues/comments/$COMMENT_ID/reactions\"",
         "\"repos/$REPO/issues/comments/${{ github.event.comment.id }}/reactions\"",
     );
-    assert_caught(&v, Rule::ExpressionInRun, Some("trigger"));
+    assert_caught(&v, Rule::ExpressionInRun, Some("label"));
     let v = audit_mutated(
-        "vouch-dispatch.yml",
-        "--arg head_sha \"$HEAD_SHA\"",
-        "--arg head_sha ${{ github.event.workflow_run.head_sha }}",
+        "vouch-sign.yml",
+        "--artifact \"$ARTIFACT\"",
+        "--artifact ${{ matrix.artifact }}",
     );
-    assert_caught(&v, Rule::ExpressionInRun, Some("dispatch"));
+    assert_caught(&v, Rule::ExpressionInRun, Some("sign"));
 }
 
 #[test]
@@ -343,42 +365,103 @@ fn audit_reports_files_that_are_not_workflows() {
     assert!(bad("- a\n- b\n").contains("a mapping"));
 }
 
+/// A profile with its `[workflows]` replaced.
+fn with_workflows(section: &str) -> Profile {
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../pyproject-templates/cupy/vouch.toml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let cut = text.find("\n[workflows]").expect("the CuPy profile has [workflows]");
+    Profile::parse(&format!("{}\n{section}", &text[..cut]), "vouch.toml").expect("parses")
+}
+
+fn generate_err(section: &str) -> String {
+    let p = with_workflows(section);
+    Options::from_profile(&p, "vouch.toml")
+        .and_then(|o| generate(&p, &o))
+        .unwrap_err()
+        .to_string()
+}
+
 #[test]
 fn options_are_validated() {
-    let profile = cupy_profile();
-    let err = |o: Options| generate(&profile, &o).unwrap_err().to_string();
-    let mut o = options();
-    o.vouch_wheel_sha256.clear();
-    assert!(err(o).contains("--require-hashes"));
-    let mut o = options();
-    o.vouch_wheel_sha256.push("abc".into());
-    assert!(err(o).contains("64 hex digits"));
-    for p in [
-        "",
-        "/abs/vouch.toml",
-        "../vouch.toml",
-        "a b.toml",
-        "x/'y'.toml",
-        "-x",
-    ] {
-        let mut o = options();
-        o.profile_path = p.into();
-        assert!(err(o).contains("profile path"), "{p:?}");
+    let src = "[workflows]\n[workflows.source]\nrev = \"0123456789abcdef0123456789abcdef01234567\"\n";
+    let p = with_workflows(src);
+    let mut o = Options::from_profile(&p, "vouch.toml").unwrap();
+    assert!(generate(&p, &o).is_ok());
+    for bad in ["", "/abs/vouch.toml", "../vouch.toml", "a b.toml", "x/'y'.toml", "-x"] {
+        o.profile_path = bad.into();
+        let e = generate(&p, &o).unwrap_err().to_string();
+        assert!(e.contains("profile path"), "{bad:?}: {e}");
     }
-    let mut o = options();
-    o.vouch_version = "1.0'; rm -rf /".into();
-    assert!(err(o).contains("PEP 440"));
-    let mut o = options();
+    o.profile_path = "vouch.toml".into();
     o.build_timeout_minutes = 0;
-    assert!(err(o).contains("build timeout"));
-    // Uppercase hashes are accepted and written in lowercase.
-    let mut o = options();
-    o.vouch_wheel_sha256 = vec!["AB".repeat(32)];
-    let build = generate(&profile, &o).unwrap().remove(1).contents;
+    assert!(generate(&p, &o).unwrap_err().to_string().contains("build timeout"));
+    let e = generate_err(&src.replace(
+        "[workflows]\n",
+        "[workflows]\ntrigger_associations = [\"EVERYONE\"]\n",
+    ));
+    assert!(e.contains("\"EVERYONE\"") && e.contains("OWNER"), "{e}");
+    assert!(generate_err("[workflows]\n").contains("[workflows.source]"));
+    assert!(
+        generate_err("[workflows]\n[workflows.source]\nrev = \"main\"\n").contains("40-hex")
+    );
+    assert!(
+        generate_err(&format!("{src}[workflows.dispatch]\nmode = \"flexci\"\n"))
+            .contains("project-to-tags")
+    );
+}
+
+/// The acceptance point: `pypi` mode needs a hash for every runner platform of the matrix
+/// (CuPy builds on linux-64, linux-aarch64 and win-64), or `generate` refuses.
+#[test]
+fn pypi_install_needs_a_hash_for_every_runner_platform() {
+    let section = |hashes: &str| {
+        format!("[workflows]\ninstall = \"pypi\"\n[workflows.pypi]\nversion = \"0.2.0\"\n[workflows.pypi.sha256]\n{hashes}")
+    };
+    let a = format!("linux-64 = \"{}\"\n", "a".repeat(64));
+    let b = format!("linux-aarch64 = \"{}\"\n", "b".repeat(64));
+    let c = format!("win-64 = \"{}\"\n", "C".repeat(64));
+    let e = generate_err(&section(&a));
+    assert!(e.contains("linux-aarch64, win-64") && e.contains("no wheel hash"), "{e}");
+    let e = generate_err(&section(&format!("{a}{c}")));
+    assert!(e.contains("\"linux-aarch64\""), "{e}");
+    let p = with_workflows(&section(&format!("{a}{b}{c}")));
+    let files = generate(&p, &Options::from_profile(&p, "vouch.toml").unwrap()).unwrap();
+    let build = &files[1].contents;
     assert!(build.contains(&format!(
-        "VOUCH_REQUIREMENT: 'vouch-build==0.1.0 --hash=sha256:{}'",
-        "ab".repeat(32)
-    )));
+        "VOUCH_REQUIREMENT: 'vouch-build==0.2.0 --hash=sha256:{} --hash=sha256:{} --hash=sha256:{}'",
+        "a".repeat(64),
+        "b".repeat(64),
+        "c".repeat(64)
+    )), "{build}");
+    assert!(audit_trust(&files).unwrap().is_empty());
+}
+
+/// The escape hatch: profile steps land in both build jobs, and the audit still reads them.
+#[test]
+fn adopter_steps_are_rendered_and_audited() {
+    let steps = "[workflows]\n[workflows.source]\nrev = \"0123456789abcdef0123456789abcdef01234567\"\n\
+        [[workflows.steps.before_build]]\nname = \"Free disk space\"\nrun = \"df -h\"\n\
+        [[workflows.steps.after_build]]\nname = \"List dist\"\nrun = \"ls -l dist\"\n";
+    let p = with_workflows(steps);
+    let files = generate(&p, &Options::from_profile(&p, "vouch.toml").unwrap()).unwrap();
+    let build = &files[1].contents;
+    assert_eq!(build.matches("- name: \"Free disk space\"").count(), 2);
+    assert_eq!(build.matches("- name: \"List dist\"").count(), 2);
+    let before = build.find("Free disk space").unwrap();
+    let step = build.find("- name: Build ${{ matrix.cell }}").unwrap();
+    assert!(before < step);
+    assert!(audit_trust(&files).unwrap().is_empty());
+    // An unpinned action or an expression in a script is refused like any other step.
+    let bad = steps.replace("run = \"df -h\"", "uses = \"actions/setup-node@v4\"");
+    let p = with_workflows(&bad);
+    let files = generate(&p, &Options::from_profile(&p, "vouch.toml").unwrap()).unwrap();
+    let v = audit_trust(&files).unwrap();
+    assert_caught(&v, Rule::UnpinnedUses, Some("build-pr"));
+    let bad = steps.replace("run = \"df -h\"", "run = \"echo ${{ github.head_ref }}\"");
+    let p = with_workflows(&bad);
+    let files = generate(&p, &Options::from_profile(&p, "vouch.toml").unwrap()).unwrap();
+    assert_caught(&audit_trust(&files).unwrap(), Rule::ExpressionInRun, Some("build-pr"));
 }
 
 const MIN: &str = r#"
@@ -441,11 +524,16 @@ fn profiles_the_workflows_cannot_serve_are_refused() {
 /// and nothing documented is unused.
 #[test]
 fn variables_and_secrets_are_documented() {
-    let all: String = files().into_iter().map(|f| f.contents).collect();
-    for (prefix, documented) in [
-        ("vars.", vouch_workflows::VARIABLES),
-        ("secrets.", vouch_workflows::SECRETS),
-    ] {
+    // FlexCI (the CuPy profile) and repository_dispatch read different ones.
+    let repository = with_workflows(
+        "[workflows]\n[workflows.source]\nrev = \"0123456789abcdef0123456789abcdef01234567\"\n[workflows.dispatch]\nmode = \"repository\"\n",
+    );
+    let all: String = files()
+        .into_iter()
+        .chain(generate(&repository, &Options::from_profile(&repository, "vouch.toml").unwrap()).unwrap())
+        .map(|f| f.contents)
+        .collect();
+    let used = |prefix: &str| {
         let mut used: Vec<&str> = all
             .match_indices(prefix)
             .map(|(i, _)| {
@@ -459,10 +547,14 @@ fn variables_and_secrets_are_documented() {
             .collect();
         used.sort_unstable();
         used.dedup();
-        let mut names: Vec<&str> = documented.iter().map(|(n, _)| *n).collect();
-        names.sort_unstable();
-        assert_eq!(used, names, "{prefix}");
-    }
+        used
+    };
+    let mut vars: Vec<&str> = vouch_workflows::VARIABLES.iter().map(|(n, _)| *n).collect();
+    vars.sort_unstable();
+    assert_eq!(used("vars."), vars);
+    let mut secrets: Vec<&str> = vouch_workflows::SECRETS.iter().map(|(n, _, _)| *n).collect();
+    secrets.sort_unstable();
+    assert_eq!(used("secrets."), secrets);
 }
 
 /// Issue 12, item 3: a runner that runs pull-request code must never receive the push
@@ -496,4 +588,212 @@ fn issue12_pr_build_job_never_references_the_push_secret() {
         "VOUCH_CACHE_PASSWORD: ${{ github.event_name == 'push' && secrets.VOUCH_CACHE_PASSWORD || secrets.VOUCH_CACHE_PR_PASSWORD }}",
     );
     assert_caught(&v, Rule::TrustedSecretInPrJob, Some("build-pr"));
+}
+
+fn run(scenario: &Scenario) -> Explanation {
+    explain(&files(), scenario).expect("explains")
+}
+
+fn comment(text: &str, association: &str, fork: bool) -> Scenario {
+    let mut s = Scenario::new("issue_comment");
+    s.comment = Some(text.into());
+    s.actor_association = Some(association.into());
+    s.fork = fork;
+    s
+}
+
+fn push(git_ref: &str) -> Scenario {
+    let mut s = Scenario::new("push");
+    s.git_ref = Some(git_ref.into());
+    s
+}
+
+fn labeled(label: &str) -> Scenario {
+    let mut s = Scenario::new("pull_request");
+    s.label = Some(label.into());
+    s
+}
+
+fn synchronize() -> Scenario {
+    let mut s = Scenario::new("pull_request");
+    s.action = Some("synchronize".into());
+    s.previously_tested = true;
+    s
+}
+
+fn job<'x>(x: &'x Explanation, workflow: &str, id: &str) -> &'x vouch_workflows::explain::JobReport {
+    x.jobs_run()
+        .find(|(r, j)| r.workflow == workflow && j.id == id)
+        .map(|(_, j)| j)
+        .unwrap_or_else(|| panic!("{workflow}:{id} did not run:\n{}", render_text(x)))
+}
+
+const PR_TEST_FLOW: &[&str] = &[
+    "vouch-trigger.yml:record",
+    "vouch-trigger.yml:label",
+    "vouch-build.yml:request",
+    "vouch-build.yml:plan",
+    "vouch-build.yml:build-pr",
+    "vouch-build.yml:vouch-build-ok",
+    "vouch-sign.yml:pin",
+    "vouch-sign.yml:sign",
+    "vouch-sign.yml:dispatch",
+];
+
+/// The acceptance table: which jobs each event runs, through every run it causes.
+#[test]
+fn explain_table() {
+    let cases: Vec<(&str, Scenario, &[&str])> = vec![
+        ("MEMBER /test, same-repo PR", comment("/test mini,windows", "MEMBER", false), PR_TEST_FLOW),
+        ("MEMBER /test, fork PR", comment("/test mini,windows", "MEMBER", true), PR_TEST_FLOW),
+        ("OWNER bare /test", comment("LGTM\r\n/test", "OWNER", true), PR_TEST_FLOW),
+        // The record job starts (the comment contains "/test") but records nothing.
+        ("MEMBER /testing", comment("/testing", "MEMBER", false), &["vouch-trigger.yml:record"]),
+        ("CONTRIBUTOR /test", comment("/test mini", "CONTRIBUTOR", true), &[]),
+        ("synchronize after the label", synchronize(), &["vouch-trigger.yml:hygiene"]),
+        // The sign workflow starts for every completed build run; `pin` finds nothing built.
+        (
+            "unrelated label",
+            labeled("to-be-backported"),
+            &["vouch-build.yml:vouch-build-ok", "vouch-sign.yml:pin"],
+        ),
+        // A label set by hand, without a /test recorded for the head: nothing to build.
+        (
+            "ci:triggered without a request",
+            labeled("ci:triggered"),
+            &["vouch-build.yml:request", "vouch-build.yml:vouch-build-ok", "vouch-sign.yml:pin"],
+        ),
+        (
+            "push to main",
+            push("refs/heads/main"),
+            &[
+                "vouch-build.yml:request",
+                "vouch-build.yml:plan",
+                "vouch-build.yml:build-push",
+                "vouch-build.yml:attest",
+                "vouch-build.yml:dispatch",
+                "vouch-build.yml:vouch-build-ok",
+            ],
+        ),
+        ("push to a v* tag", push("refs/tags/v14.0.0"), &[
+            "vouch-build.yml:request",
+            "vouch-build.yml:plan",
+            "vouch-build.yml:build-push",
+            "vouch-build.yml:attest",
+            "vouch-build.yml:dispatch",
+            "vouch-build.yml:vouch-build-ok",
+        ]),
+        ("push to a feature branch", push("refs/heads/feature/x"), &[]),
+    ];
+    for (what, scenario, expected) in &cases {
+        let x = run(scenario);
+        assert_eq!(x.ran(), *expected, "{what}:\n{}", render_text(&x));
+        invariants(what, &x);
+    }
+}
+
+/// What must hold in every explained flow.
+fn invariants(what: &str, x: &Explanation) {
+    let trusted: Vec<&str> = vouch_workflows::SECRETS
+        .iter()
+        .filter(|(_, home, _)| *home == vouch_workflows::SecretHome::TrustedEnvironment)
+        .map(|(n, _, _)| *n)
+        .collect();
+    for (r, j) in x.jobs_run() {
+        let pr_run = r.event.starts_with("pull_request ");
+        // No job a pull request's own run starts can read a trusted secret.
+        if pr_run {
+            for s in &j.secrets {
+                assert!(!trusted.contains(&s.as_str()), "{what}: {}:{} reads {s}", r.workflow, j.id);
+            }
+        }
+        // An OIDC token only where no pull-request code is checked out or run, and only in
+        // a run whose workflow file the pull request does not control.
+        if j.oidc {
+            assert!(
+                !j.runs_pr_code && !pr_run,
+                "{what}: {}:{} has OIDC in a pull request's context",
+                r.workflow,
+                j.id
+            );
+        }
+        // The check to require reports under its name only when something was built.
+        if j.id == vouch_workflows::SENTINEL_JOB {
+            let built = x.ran().iter().any(|n| n.contains(":build-"));
+            assert_eq!(j.name == vouch_workflows::SENTINEL_JOB, built, "{what}: sentinel named {:?}", j.name);
+        }
+    }
+}
+
+#[test]
+fn explain_fork_pr_test_details() {
+    let x = run(&comment("/test mini,windows", "MEMBER", true));
+    // The build runs the fork's code with a read-only token, no secrets, no OIDC.
+    let build = job(&x, "vouch-build.yml", "build-pr");
+    assert!(build.runs_pr_code);
+    assert!(build.token.values().all(|l| l == "read"), "{:?}", build.token);
+    assert!(build.secrets.is_empty() && !build.oidc);
+    assert_eq!(build.secrets_withheld, ["VOUCH_CACHE_PR_PASSWORD"]);
+    // Signing and dispatch happen from the default branch, with OIDC and the dispatch secret.
+    let sign_run = x.runs.iter().find(|r| r.workflow == "vouch-sign.yml").unwrap();
+    assert_eq!(sign_run.git_ref, "refs/heads/main");
+    assert!(sign_run.definition.starts_with("the default branch"));
+    let sign = job(&x, "vouch-sign.yml", "sign");
+    assert!(sign.oidc && !sign.runs_pr_code && sign.secrets.is_empty());
+    let dispatch = job(&x, "vouch-sign.yml", "dispatch");
+    assert_eq!(dispatch.secrets, ["FLEXCI_WEBHOOK_SECRET"]);
+    assert!(!dispatch.oidc);
+    // The label is set with the App token, from the trusted environment.
+    let label = job(&x, "vouch-trigger.yml", "label");
+    assert_eq!(label.secrets, ["VOUCH_APP_PRIVATE_KEY"]);
+    // The same-repo PR's build gets the PR-fenced cache password, nothing trusted.
+    let x = run(&comment("/test", "MEMBER", false));
+    assert_eq!(job(&x, "vouch-build.yml", "build-pr").secrets, ["VOUCH_CACHE_PR_PASSWORD"]);
+    insta::assert_snapshot!(
+        "explain-fork-pr-test",
+        render_text(&run(&comment("/test mini,windows", "MEMBER", true)))
+    );
+}
+
+#[test]
+fn explain_synchronize_drops_the_label_and_starts_nothing() {
+    let x = run(&synchronize());
+    let hygiene = job(&x, "vouch-trigger.yml", "hygiene");
+    assert!(hygiene.effects.iter().any(|e| e.contains("cancel")), "{:?}", hygiene.effects);
+    assert!(!hygiene.runs_pr_code && hygiene.secrets.is_empty());
+    assert_eq!(hygiene.token.get("pull-requests").map(String::as_str), Some("write"));
+    // The unlabeled event it causes starts nothing: GITHUB_TOKEN events never do.
+    assert!(
+        x.quiet.iter().any(|q| q.contains("unlabeled") && q.contains("GITHUB_TOKEN")),
+        "{:?}",
+        x.quiet
+    );
+    assert!(!x.ran().iter().any(|j| j.contains("build-") || j.contains("dispatch")));
+}
+
+#[test]
+fn explain_unrelated_label_is_not_red_and_not_the_required_check() {
+    let x = run(&labeled("to-be-backported"));
+    let sentinel = job(&x, "vouch-build.yml", "vouch-build-ok");
+    assert_eq!(sentinel.name, "vouch-build (nothing to build)");
+    // Only the sentinel builds nothing, and its script exits 0 then; the sign workflow's pin
+    // finds no unsigned artifact and signs nothing.
+    assert_eq!(x.ran(), ["vouch-build.yml:vouch-build-ok", "vouch-sign.yml:pin"]);
+    assert!(job(&x, "vouch-sign.yml", "pin").effects[0].contains("nothing to sign"));
+    assert!(file("vouch-build.yml").contents.contains(
+        "          if [ \"$BUILD\" != true ]; then\n            echo \"nothing to build\"\n            exit 0\n"
+    ));
+}
+
+#[test]
+fn explain_push_signs_and_dispatches_in_run() {
+    let x = run(&push("refs/heads/main"));
+    let attest = job(&x, "vouch-build.yml", "attest");
+    assert!(attest.oidc && !attest.runs_pr_code);
+    let build = job(&x, "vouch-build.yml", "build-push");
+    assert_eq!(build.secrets, ["VOUCH_CACHE_PASSWORD", "VOUCH_SEAL_KEY"]);
+    assert_eq!(job(&x, "vouch-build.yml", "dispatch").secrets, ["FLEXCI_WEBHOOK_SECRET"]);
+    // The sign workflow starts for the push build's completion but signs nothing.
+    let sign = x.runs.iter().find(|r| r.workflow == "vouch-sign.yml").unwrap();
+    assert!(sign.jobs.iter().all(|j| !j.runs));
 }

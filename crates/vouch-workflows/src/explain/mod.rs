@@ -341,6 +341,8 @@ struct State {
     pr: u64,
     head: String,
     request_recorded: bool,
+    /// A build job ran in the chain: the build run has unsigned artifacts to sign.
+    built: bool,
     next_run: u64,
 }
 
@@ -439,12 +441,17 @@ fn job_effects(
         (BUILD_FILE, "dispatch") | (SIGN_FILE, "dispatch") => {
             notes.push("dispatches the signed build to the test farm".into());
         }
-        (SIGN_FILE, "pin") => {
+        (BUILD_FILE, "build-pr" | "build-push") => st.built = true,
+        (SIGN_FILE, "pin") if st.built => {
             outputs.insert("matrix".into(), "{\"include\":[]}".into());
             notes.push(
                 "pins the build run by id, the default-branch request and the pull request's head and base"
                     .into(),
             );
+        }
+        (SIGN_FILE, "pin") => {
+            outputs.insert("matrix".into(), String::new());
+            notes.push("the build run has no unsigned artifacts: nothing to sign".into());
         }
         (SIGN_FILE, "sign") => {
             notes.push("signs each cell's wheel (claims from the API and the request)".into());
@@ -507,6 +514,7 @@ pub fn explain(files: &[GeneratedFile], scenario: &Scenario) -> Result<Explanati
         pr: 1,
         head: "1111111111111111111111111111111111111111".into(),
         request_recorded: false,
+        built: false,
         next_run: 100,
     };
     if scenario.previously_tested {

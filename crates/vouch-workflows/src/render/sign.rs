@@ -113,6 +113,13 @@ jobs:
         id: pin
         env:
 @@PIN_ENV@@        run: |
+          # A run that built nothing (a label other than the trigger's) has nothing to sign.
+          built=$(gh api "repos/$REPO/actions/runs/$RUN_ID/artifacts?per_page=100" \
+            | jq '[.artifacts[] | select(.name | startswith("unsigned-"))] | length')
+          if [ "$built" -eq 0 ]; then
+            echo "run $RUN_ID built nothing: nothing to sign"
+            exit 0
+          fi
           @@TOKEN_TO_FILE@@
           vouch pr-run pin @@PIN_FLAGS@@ \
             --matrix-out "$RUNNER_TEMP/matrix.json"
@@ -121,6 +128,7 @@ jobs:
   sign:
     name: sign ${{ matrix.artifact }}
     needs: pin
+    if: needs.pin.outputs.matrix != ''
     runs-on: ubuntu-24.04
     timeout-minutes: 30
     permissions:
