@@ -263,17 +263,19 @@ fn workflows_generate_then_check_catches_a_one_line_edit() {
             ----- stdout -----
             [TEMP]/.github/workflows/vouch-trigger.yml
             [TEMP]/.github/workflows/vouch-build.yml
-            [TEMP]/.github/workflows/vouch-dispatch.yml
+            [TEMP]/.github/workflows/vouch-sign.yml
 
             ----- stderr -----
             the workflows read these repository variables and secrets:
-              vars.VOUCH_APP_ID: the GitHub App that labels pull requests and dispatches to the test farm
+              vars.VOUCH_APP_CLIENT_ID: the GitHub App (client id) that labels pull requests and dispatches to a test-farm repository
               vars.VOUCH_CACHE_STORE: the compiler cache's store (redis://user@host:port); empty: build without a cache
-              vars.VOUCH_TEST_FARM_REPO: OWNER/NAME of the test farm's repository
-              secrets.VOUCH_APP_PRIVATE_KEY: the GitHub App's private key
-              secrets.VOUCH_CACHE_PASSWORD: the cache store password for pushes (may write its own branch's scope)
-              secrets.VOUCH_SEAL_KEY: 32+ random bytes that authenticate the venvs and toolkits push builds reuse (self-hosted runners)
-              secrets.VOUCH_CACHE_PR_PASSWORD: the cache store password for pull requests (`vouch cache check` must find it fenced)
+              vars.VOUCH_TEST_FARM_REPO: OWNER/NAME of the test farm's repository (dispatch mode `repository`)
+              secrets.VOUCH_APP_PRIVATE_KEY (environment vouch-trusted): the GitHub App's private key
+              secrets.VOUCH_CACHE_PASSWORD (environment vouch-trusted): the cache store password for pushes (may write its own branch's scope)
+              secrets.VOUCH_SEAL_KEY (environment vouch-trusted): 32+ random bytes that authenticate the venvs and toolkits push builds reuse (self-hosted runners)
+              secrets.FLEXCI_WEBHOOK_SECRET (environment vouch-trusted): the FlexCI webhook secret (dispatch mode `flexci`)
+              secrets.VOUCH_CACHE_PR_PASSWORD (repository): the cache store password for pull requests (`vouch cache check` must find it fenced)
+            limit the environment vouch-trusted to these deployment refs: main, v*, hotfix-*, tags: v*
             require the check `vouch-build-ok`; create the label `ci:triggered`
         "#);
     let check = || {
@@ -306,15 +308,15 @@ fn workflows_generate_then_check_catches_a_one_line_edit() {
         ----- stdout -----
         --- a/vouch-build.yml
         +++ b/vouch-build.yml
-        @@ -75,7 +75,7 @@
+        @@ -132,7 +132,7 @@
              # A push: trusted code, the push cache password.
              if: github.event_name == 'push'
              runs-on: ${{ matrix.runner }}
         -    timeout-minutes: 30
         +    timeout-minutes: 240
-             permissions:
-               contents: read # check out the source
-             strategy:
+             # The push password and seal key live in this environment (default and push
+             # branches only), out of reach of a pull request's own workflow runs.
+             environment: vouch-trusted
 
 
         ----- stderr -----
@@ -333,15 +335,15 @@ fn workflows_generate_then_check_catches_a_one_line_edit() {
             ----- stdout -----
             --- a/vouch-build.yml
             +++ b/vouch-build.yml
-            @@ -75,7 +75,7 @@
+            @@ -132,7 +132,7 @@
                  # A push: trusted code, the push cache password.
                  if: github.event_name == 'push'
                  runs-on: ${{ matrix.runner }}
             -    timeout-minutes: 30
             +    timeout-minutes: 240
-                 permissions:
-                   contents: read # check out the source
-                 strategy:
+                 # The push password and seal key live in this environment (default and push
+                 # branches only), out of reach of a pull request's own workflow runs.
+                 environment: vouch-trusted
 
 
             ----- stderr -----
@@ -360,15 +362,15 @@ fn workflows_generate_then_check_catches_a_one_line_edit() {
         ----- stdout -----
         --- a/vouch-build.yml
         +++ b/vouch-build.yml
-        @@ -15,7 +15,7 @@
+        @@ -22,7 +22,7 @@
              branches: [main, 'v*', 'hotfix-*']
              tags: ['v*']
 
         -permissions: write-all
         +permissions: {}
 
-         # One run per pull request or ref; a new commit cancels a pull request's older run, never a
-         # push's. A label other than ci:triggered gets a group of its own, so it cancels nothing.
+         # A pull request's build shares its group with the trigger's hygiene job, which cancels it
+         # when a new head arrives. Pushes are never cancelled. Any other label gets a group of its own.
 
 
         ----- stderr -----

@@ -797,3 +797,35 @@ fn explain_push_signs_and_dispatches_in_run() {
     let sign = x.runs.iter().find(|r| r.workflow == "vouch-sign.yml").unwrap();
     assert!(sign.jobs.iter().all(|j| !j.runs));
 }
+
+/// vouch's own release workflow uses only pinned actions from the pin tables, at the releases
+/// recorded there (so the Node 24 check covers it too), and keeps the trust rules that apply
+/// to it: top-level `permissions: {}`, no persisted checkout credentials.
+#[test]
+fn the_release_workflow_uses_the_recorded_pins() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.github/workflows/release.yml");
+    let text = std::fs::read_to_string(&path).expect("vouch's release workflow");
+    let known: Vec<String> = vouch_workflows::pins::PINS
+        .iter()
+        .chain(vouch_workflows::pins::RELEASE_PINS)
+        .map(|p| p.uses())
+        .collect();
+    let mut seen = 0;
+    for line in text.lines() {
+        if let Some(uses) = line.trim().strip_prefix("uses: ").or_else(|| line.trim().strip_prefix("- uses: ")) {
+            assert!(known.iter().any(|k| k == uses), "release.yml: {uses:?} is not a recorded pin");
+            seen += 1;
+        }
+    }
+    assert!(seen >= 6, "{seen}");
+    let v = audit_trust(&[GeneratedFile {
+        name: "release.yml".into(),
+        contents: text,
+    }])
+    .unwrap();
+    // Its signing jobs are its own (not the generated workflows'), so only that rule fires.
+    assert!(
+        v.iter().all(|x| x.rule == Rule::SigningPermissionOutsideAttest),
+        "{v:#?}"
+    );
+}
