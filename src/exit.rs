@@ -282,9 +282,11 @@ impl Classify for vouch_http::HttpError {
         Some(match self {
             H::Io { .. } => Status::Io,
             H::Runtime(_) | H::NestedRuntime => Status::Internal,
-            H::Client(_) | H::Exhausted { .. } | H::Status { .. } | H::Transfer { .. } => {
-                Status::Download
-            }
+            H::Client(_)
+            | H::Exhausted { .. }
+            | H::Status { .. }
+            | H::Transfer { .. }
+            | H::Unanswered { .. } => Status::Download,
         })
     }
 }
