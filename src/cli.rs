@@ -64,6 +64,10 @@ pub enum Command {
     Install(InstallCmd),
     /// Put files into a local artifact store laid out like GitHub's artifact API.
     Publish(PublishCmd),
+    /// Tell a test farm about a build: FlexCI's signed webhook, as CuPy's dispatcher sends it,
+    /// or a GitHub `repository_dispatch`.
+    #[command(subcommand)]
+    Dispatch(DispatchCommand),
     /// The scoped compiler cache: gateway, environment, counters, credential check.
     #[command(subcommand)]
     Cache(CacheCommand),
@@ -814,6 +818,103 @@ fn take_token_file(value: &str) -> Result<TokenFile, String> {
         path,
         token: SecretString::from(token),
     })
+}
+
+#[derive(Subcommand, Debug)]
+pub enum DispatchCommand {
+    /// POST a recorded GitHub event to FlexCI's webhook, byte for byte as CuPy's
+    /// `flexci_dispatcher.py` sends it: the projects carrying every tag the `/test` comment asks
+    /// for (`@push` for a push), the event re-serialised as Python's `json.dumps` writes it,
+    /// signed with the webhook secret (`X-Hub-Signature`, `X-Hub-Signature-256`). Sent once,
+    /// never retried. Exits 0 without sending when the comment holds no `/test` line or asks
+    /// only to skip.
+    Flexci(DispatchFlexciArgs),
+    /// Create a `repository_dispatch` event in a GitHub repository (the generic test farm).
+    Repository(DispatchRepositoryArgs),
+}
+
+/// `--event` of `dispatch flexci`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum DispatchEvent {
+    /// A `/test TAGS` comment on a pull request (its recorded event).
+    #[value(name = "issue_comment")]
+    IssueComment,
+    /// A push to a branch: the projects tagged `@push`.
+    Push,
+}
+
+#[derive(Args, Debug)]
+pub struct DispatchFlexciArgs {
+    /// The event the webhook payload is.
+    #[arg(long, value_enum)]
+    pub event: DispatchEvent,
+    /// The recorded event payload (`$GITHUB_EVENT_PATH`, or the request record's event.json).
+    #[arg(long, value_name = "EVENT.json")]
+    pub webhook: PathBuf,
+    /// FlexCI projects and their tags: `{"project": ["tag", ...], ...}` (CuPy's
+    /// `.pfnci/config.tags.json`).
+    #[arg(long, value_name = "TAGS.json")]
+    pub projects: PathBuf,
+    /// File holding the webhook secret (less one trailing newline). It is read, then deleted
+    /// (unless --keep-secret-file), as soon as the command line is parsed.
+    #[arg(long, value_name = "FILE", value_parser = take_secret_file, required_unless_present = "dry_run")]
+    pub secret_file: Option<SecretString>,
+    /// Leave the --secret-file in place.
+    #[arg(long, requires = "secret_file")]
+    pub keep_secret_file: bool,
+    /// FlexCI's base URL (https; plain http only on loopback).
+    #[arg(long, default_value = "https://ci.preferred.jp", value_name = "URL")]
+    pub flexci_uri: String,
+    /// A tag FlexCI does not run (another farm's): a request for only such tags becomes `skip`.
+    #[arg(long, value_name = "TAG")]
+    pub external_tag: Vec<String>,
+    /// Send nothing: write the request to --out instead (`body.json`, its exact bytes, and
+    /// `request.json`, its URL and headers). Without --secret-file the signatures are left out.
+    #[arg(long, requires = "out")]
+    pub dry_run: bool,
+    /// Where --dry-run writes the request.
+    #[arg(long, value_name = "DIR", requires = "dry_run")]
+    pub out: Option<PathBuf>,
+    #[command(flatten)]
+    pub common: Common,
+}
+
+/// The `--secret-file` value parser. Like a token file, the file was read (and removed) before
+/// clap ran; only one trailing line ending is dropped, since every other byte is signed with.
+fn take_secret_file(value: &str) -> Result<SecretString, String> {
+    let path = PathBuf::from(value);
+    let text = crate::token_files::contents(&path)?;
+    let secret = text
+        .strip_suffix("\r\n")
+        .or_else(|| text.strip_suffix('\n'))
+        .unwrap_or(&text);
+    if secret.is_empty() {
+        return Err(format!("the secret file {path:?} is empty"));
+    }
+    Ok(SecretString::from(secret))
+}
+
+#[derive(Args, Debug)]
+pub struct DispatchRepositoryArgs {
+    /// The repository that receives the event, `OWNER/NAME`.
+    #[arg(long, value_name = "OWNER/NAME")]
+    pub repo: String,
+    /// File holding a token that may create the event there (contents: write). It is read,
+    /// then deleted (unless --keep-token-file), as soon as the command line is parsed.
+    #[arg(long, value_name = "FILE", value_parser = take_token_file)]
+    pub token_file: TokenFile,
+    /// Leave the --token-file in place.
+    #[arg(long)]
+    pub keep_token_file: bool,
+    /// GitHub API base URL (GitHub Enterprise, tests).
+    #[arg(long, default_value = "https://api.github.com", value_name = "URL")]
+    pub api_url: String,
+    /// The event's type, what `on: repository_dispatch: types:` matches (1 to 100 characters).
+    #[arg(long, value_name = "TYPE")]
+    pub event_type: String,
+    /// The `client_payload`: a JSON object of at most 10 top-level properties.
+    #[arg(long, value_name = "JSON")]
+    pub payload_file: PathBuf,
 }
 
 #[derive(Args, Debug)]

@@ -234,6 +234,7 @@ static CLASSIFIERS: &[(&str, Classifier)] = classifiers![
     vouch_fetch::PinError,
     vouch_fetch::UnknownSource,
     vouch_workflows::Error,
+    vouch_dispatch::DispatchError,
     vouch_fs::seal::SealError,
     std::io::Error,
     serde_json::Error,
@@ -282,9 +283,11 @@ impl Classify for vouch_http::HttpError {
         Some(match self {
             H::Io { .. } => Status::Io,
             H::Runtime(_) | H::NestedRuntime => Status::Internal,
-            H::Client(_) | H::Exhausted { .. } | H::Status { .. } | H::Transfer { .. } => {
-                Status::Download
-            }
+            H::Client(_)
+            | H::Exhausted { .. }
+            | H::Status { .. }
+            | H::Transfer { .. }
+            | H::Unanswered { .. } => Status::Download,
         })
     }
 }
@@ -488,6 +491,27 @@ impl Classify for vouch_workflows::Error {
     }
 }
 
+impl Classify for vouch_dispatch::DispatchError {
+    fn status(&self) -> Option<Status> {
+        use vouch_dispatch::DispatchError as D;
+        Some(match self {
+            D::Read { .. } => Status::Io,
+            D::Json { .. }
+            | D::Field { .. }
+            | D::Action(_)
+            | D::NotAllowed(_)
+            | D::Projects { .. }
+            | D::NoProject { .. }
+            | D::Payload(_) => Status::InvalidInput,
+            D::Endpoint { .. } | D::Repo(_) | D::EventType(_) => Status::Usage,
+            // FlexCI or GitHub did not answer, refused, or answered something else.
+            D::Unanswered { .. } | D::Reply { .. } | D::Status { .. } | D::Refused(_) => {
+                Status::Environment
+            }
+        })
+    }
+}
+
 /// The status of the outermost error in the cause chain that decides one.
 pub fn classify(err: &anyhow::Error) -> Status {
     for cause in err.chain() {
@@ -678,6 +702,22 @@ mod tests {
             (
                 vouch_core::NameError::Missing("n".into(), "Python version").into(),
                 Status::InvalidInput,
+            ),
+            (
+                vouch_dispatch::DispatchError::NotAllowed("CONTRIBUTOR".into()).into(),
+                Status::InvalidInput,
+            ),
+            (
+                vouch_dispatch::DispatchError::Unanswered {
+                    url: "https://ci.example/x/github_webhook".into(),
+                    source: vouch_http::HttpError::Unanswered {
+                        method: "POST",
+                        url: "https://ci.example/x/github_webhook".into(),
+                        reason: "connection failed".into(),
+                    },
+                }
+                .into(),
+                Status::Environment,
             ),
             (
                 FetchFailed {

@@ -7,8 +7,12 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::sync::{Mutex, OnceLock};
 
-/// Flags whose value is a token file, and whether `--keep-token-file` may keep it.
-const FLAGS: &[(&str, bool)] = &[("--token-file", true), ("--oidc-token-file", false)];
+/// Flags whose value is a token file, and the flag that keeps it, if one may.
+const FLAGS: &[(&str, Option<&str>)] = &[
+    ("--token-file", Some("--keep-token-file")),
+    ("--oidc-token-file", None),
+    ("--secret-file", Some("--keep-secret-file")),
+];
 
 /// Commands that read `GH_TOKEN_FILE` from the environment.
 const ENV_COMMANDS: &[&str] = &["fetch", "install"];
@@ -28,21 +32,22 @@ pub fn take_all(args: &[OsString]) {
         .skip(1)
         .take_while(|a| a.as_os_str() != "--")
         .collect();
-    let keep = args.iter().any(|a| a.as_os_str() == "--keep-token-file");
+    let given = |flag: &str| args.iter().any(|a| a.as_os_str() == flag);
     let mut files: Vec<(PathBuf, bool)> = Vec::new();
     for (i, a) in args.iter().enumerate() {
         let a = a.to_string_lossy();
-        for (flag, keepable) in FLAGS {
+        for (flag, keep_flag) in FLAGS {
             let value = if a == *flag {
                 args.get(i + 1).map(|v| PathBuf::from(v.as_os_str()))
             } else {
                 a.strip_prefix(&format!("{flag}=")).map(PathBuf::from)
             };
             if let Some(v) = value {
-                files.push((v, keep && *keepable));
+                files.push((v, keep_flag.is_some_and(given)));
             }
         }
     }
+    let keep = given("--keep-token-file");
     let command = args
         .iter()
         .map(|a| a.to_string_lossy())

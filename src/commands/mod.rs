@@ -7,6 +7,7 @@ pub mod audit;
 pub mod build;
 pub mod cache;
 pub mod demo;
+pub mod dispatch;
 pub mod fetch;
 pub mod plan;
 pub mod toolchain;

@@ -13,6 +13,7 @@ mod audit;
 mod build;
 mod cache;
 mod cell;
+mod dispatch;
 mod fetch;
 mod profile;
 mod provenance;

@@ -35,6 +35,12 @@ pub enum HttpError {
     Status { url: String, status: u16 },
     #[error("GET {url}: {reason}")]
     Transfer { url: String, reason: String },
+    #[error("{method} {url}: {reason}")]
+    Unanswered {
+        method: &'static str,
+        url: String,
+        reason: String,
+    },
     #[error("writing the download to {path:?}")]
     Io {
         path: PathBuf,
@@ -166,6 +172,34 @@ impl Client {
             attempts: MAX_ATTEMPTS,
             last,
         })
+    }
+
+    /// Sends `request(client)` once, whatever comes back: for a request that must not be
+    /// repeated (a webhook the server may have acted on before its answer was lost). The
+    /// answer is returned as it is, error statuses and (with [`Redirects::Manual`]) 3xx too.
+    pub async fn send_once(
+        &self,
+        method: &'static str,
+        url: &str,
+        request: impl FnOnce(&reqwest::Client) -> reqwest::RequestBuilder,
+    ) -> Result<reqwest::Response, HttpError> {
+        tracing::debug!(url = %redact(url), method, "sending once");
+        request(&self.http)
+            .send()
+            .await
+            .map_err(|e| HttpError::Unanswered {
+                method,
+                url: redact(url),
+                reason: if e.is_builder() {
+                    "the request could not be built".into()
+                } else if e.is_timeout() {
+                    "timed out".into()
+                } else if e.is_connect() {
+                    "connection failed".into()
+                } else {
+                    "no answer (the connection broke)".into()
+                },
+            })
     }
 
     /// Where redirects were followed, the final answer must be a success over https.

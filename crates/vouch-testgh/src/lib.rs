@@ -1,7 +1,10 @@
 //! The project's own fake GitHub REST API on 127.0.0.1: serves a local artifact store (the
 //! layout `vouch publish` writes) with the documented response shapes — pagination with
 //! `Link`, 302 to a blob URL on another "host" (path), 410 for expired artifacts, 403/429 with
-//! `retry-after`, 5xx — plus fault injection, and records what it saw.
+//! `retry-after`, 5xx — plus fault injection, and records what it saw. [`webhook`] is a
+//! second, simpler double: an endpoint that records raw POSTs (FlexCI's webhook, `dispatches`).
+
+pub mod webhook;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
