@@ -45,7 +45,7 @@ pub const TABLE: &[(Status, &str)] = &[
     ),
     (
         Status::InvalidInput,
-        "invalid input: malformed wheel, wheel filename, artifact name, project, profile, policy file, key or run context",
+        "invalid input: malformed wheel, wheel filename, artifact name, project, profile, policy file, key, run context, or a dispatch's event or projects file",
     ),
     (
         Status::BuildFailed,
@@ -53,7 +53,7 @@ pub const TABLE: &[(Status, &str)] = &[
     ),
     (
         Status::Environment,
-        "a tool or service vouch needs is missing, would not start or did not answer (`python3`, ccache, sccache, the cache store, the gateway), or the interpreter is not the cell's Python",
+        "a tool or service vouch needs is missing, would not start or did not answer (`python3`, ccache, sccache, the cache store, the gateway), or the interpreter is not the cell's Python; `dispatch`: FlexCI or GitHub refused the request or did not answer",
     ),
     (Status::Io, "reading or writing a file failed"),
     (
@@ -234,6 +234,7 @@ static CLASSIFIERS: &[(&str, Classifier)] = classifiers![
     vouch_fetch::PinError,
     vouch_fetch::UnknownSource,
     vouch_workflows::Error,
+    vouch_workflows::explain::expr::ExprError,
     vouch_dispatch::DispatchError,
     vouch_fs::seal::SealError,
     std::io::Error,
@@ -450,7 +451,7 @@ always! {
     // Malformed values: a scope, an artifact name, a digest, a portable path, a run context.
     InvalidInput: vouch_cache::ScopeError, vouch_core::NameError, vouch_core::DigestError,
         vouch_core::portable_path::PortableNameError, vouch_core::portable_path::Collision,
-        vouch_attest::ContextError, serde_json::Error;
+        vouch_attest::ContextError, serde_json::Error, vouch_workflows::explain::expr::ExprError;
     Environment: vouch_cache::ToolError;
     Download: vouch_github::GithubError;
     // A pin failure becomes a rejected candidate; alone it means no artifact comes from the

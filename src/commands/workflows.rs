@@ -71,10 +71,9 @@ pub fn run(cmd: WorkflowsCommand) -> anyhow::Result<ExitCode> {
             }
             for (name, home, why) in vouch_workflows::SECRETS {
                 let home = match home {
-                    vouch_workflows::SecretHome::TrustedEnvironment => format!(
-                        "environment {}",
-                        vouch_workflows::TRUSTED_ENVIRONMENT
-                    ),
+                    vouch_workflows::SecretHome::TrustedEnvironment => {
+                        format!("environment {}", vouch_workflows::TRUSTED_ENVIRONMENT)
+                    }
                     vouch_workflows::SecretHome::Repository => "repository".to_owned(),
                 };
                 output::note(format!("  secrets.{name} ({home}): {why}"));

@@ -415,3 +415,42 @@ fn a_cell_build_appends_to_the_github_step_summary() {
     );
     assert!(md.contains("| `sha256:"), "{md}");
 }
+
+/// `workflows explain` from the command line: an unrelated label builds nothing and reports
+/// under a name that is not the required check; `--json` gives the same as data.
+#[test]
+fn workflows_explain_an_unrelated_label() {
+    let explain = |args: &[&str]| {
+        run(vouch()
+            .current_dir(repo_root())
+            .args(["workflows", "explain", "--profile"])
+            .arg("pyproject-templates/cupy/vouch.toml")
+            .args(args))
+    };
+    let out = explain(&[
+        "--event",
+        "pull_request",
+        "--label",
+        "to-be-backported",
+        "--json",
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let x = out.json();
+    let mut ran = Vec::new();
+    for r in x["runs"].as_array().unwrap() {
+        for j in r["jobs"].as_array().unwrap() {
+            if j["runs"] == true {
+                ran.push(format!("{}:{} {}", r["workflow"], j["id"], j["name"]));
+            }
+        }
+    }
+    assert_eq!(
+        ran,
+        [
+            r#""vouch-build.yml":"vouch-build-ok" "vouch-build (nothing to build)""#,
+            r#""vouch-sign.yml":"pin" "pin the build run""#,
+        ]
+    );
+    let text = explain(&["--event", "push", "--ref", "refs/heads/feature/x"]);
+    assert!(text.stdout.contains("nothing runs"), "{}", text.stdout);
+}

@@ -15,7 +15,11 @@ use crate::{
 const PRIVILEGED_TRIGGERS: &[&str] = &["issue_comment", "pull_request_target"];
 
 /// Events whose runs execute the pull request's own workflow file and code.
-const PR_CODE_TRIGGERS: &[&str] = &["pull_request", "pull_request_review", "pull_request_review_comment"];
+const PR_CODE_TRIGGERS: &[&str] = &[
+    "pull_request",
+    "pull_request_review",
+    "pull_request_review_comment",
+];
 
 /// Permissions only the signing jobs ([`SIGNING_JOBS`]) may hold.
 const SIGNING_PERMISSIONS: &[&str] = &["id-token", "attestations"];

@@ -179,12 +179,9 @@ impl Dispatch {
             }
             Dispatch::Repository => {
                 let (run, event, sha, pr) = match who {
-                    Announcer::PushBuild => (
-                        "${{ github.run_id }}",
-                        "push",
-                        "${{ github.sha }}",
-                        "''",
-                    ),
+                    Announcer::PushBuild => {
+                        ("${{ github.run_id }}", "push", "${{ github.sha }}", "''")
+                    }
                     Announcer::PrSign => (
                         "${{ github.run_id }}",
                         "pull_request",

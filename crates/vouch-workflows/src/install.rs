@@ -93,7 +93,10 @@ impl Install {
                         "install = \"pypi\" needs `[workflows.pypi]` with version and sha256",
                     ));
                 };
-                let package = p.package.clone().unwrap_or_else(|| DEFAULT_PACKAGE.to_owned());
+                let package = p
+                    .package
+                    .clone()
+                    .unwrap_or_else(|| DEFAULT_PACKAGE.to_owned());
                 if package.is_empty()
                     || !package.bytes().all(|b| {
                         b.is_ascii_lowercase() || b.is_ascii_digit() || b"._-".contains(&b)
@@ -123,10 +126,7 @@ impl Install {
                         return Err(bad(
                             "workflows.pypi.sha256",
                             platform,
-                            &format!(
-                                "is not a platform ({})",
-                                vouch_core::Platform::names()
-                            ),
+                            &format!("is not a platform ({})", vouch_core::Platform::names()),
                         ));
                     }
                     if !is_hex(h, 64) {

@@ -40,8 +40,8 @@ pub use dispatch::Dispatch;
 pub use install::Install;
 pub use render::build::{PR_BUILD_JOB, PUSH_BUILD_JOB, TRUSTED_ONLY_SECRETS};
 pub use render::{
-    BUILD_FILE, BUILD_WORKFLOW_NAME, HEADER, PR_BUILD_GROUP, REQUEST_ARTIFACT_PREFIX,
-    SENTINEL_JOB, SIGN_FILE, SIGNING_JOBS, TRIGGER_FILE, TRIGGER_LABEL, TRUSTED_ENVIRONMENT,
+    BUILD_FILE, BUILD_WORKFLOW_NAME, HEADER, PR_BUILD_GROUP, REQUEST_ARTIFACT_PREFIX, SENTINEL_JOB,
+    SIGN_FILE, SIGNING_JOBS, TRIGGER_FILE, TRIGGER_LABEL, TRUSTED_ENVIRONMENT,
 };
 
 /// Minutes a build job may run (CuPy's cold builds of every GPU architecture take hours).
@@ -173,7 +173,10 @@ pub struct Options {
 
 impl Options {
     /// The options `[workflows]` of `profile` gives (its install route is required).
-    pub fn from_profile(profile: &Profile, profile_path: impl Into<String>) -> Result<Options, Error> {
+    pub fn from_profile(
+        profile: &Profile,
+        profile_path: impl Into<String>,
+    ) -> Result<Options, Error> {
         let spec = profile.workflows.clone().unwrap_or_default();
         Ok(Options {
             profile_path: profile_path.into(),

@@ -122,7 +122,11 @@ mod tests {
 
     #[test]
     fn renders_and_refuses() {
-        let mut s = step("Free disk: \"big\" builds", Some("df -h\n\nsudo rm -rf /opt/x\n"), None);
+        let mut s = step(
+            "Free disk: \"big\" builds",
+            Some("df -h\n\nsudo rm -rf /opt/x\n"),
+            None,
+        );
         s.env.insert("KEEP".into(), "a: b".into());
         let text = render(&[s], "before_build").unwrap();
         assert_eq!(

@@ -35,7 +35,10 @@ fn file(name: &str) -> GeneratedFile {
 fn snapshots() {
     let files = files();
     let names: Vec<&str> = files.iter().map(|f| f.name.as_str()).collect();
-    assert_eq!(names, ["vouch-trigger.yml", "vouch-build.yml", "vouch-sign.yml"]);
+    assert_eq!(
+        names,
+        ["vouch-trigger.yml", "vouch-build.yml", "vouch-sign.yml"]
+    );
     for f in &files {
         assert!(
             f.contents.starts_with(vouch_workflows::HEADER),
@@ -219,11 +222,7 @@ fn audit_catches_a_signing_job_that_checks_out() {
 
 #[test]
 fn audit_catches_trusted_secrets_outside_the_environment() {
-    let v = audit_mutated(
-        "vouch-trigger.yml",
-        "    environment: vouch-trusted\n",
-        "",
-    );
+    let v = audit_mutated("vouch-trigger.yml", "    environment: vouch-trusted\n", "");
     assert_caught(&v, Rule::TrustedSecretOutsideEnvironment, Some("label"));
     let v = audit_mutated(
         "vouch-sign.yml",
@@ -370,7 +369,9 @@ fn with_workflows(section: &str) -> Profile {
     let path =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../../pyproject-templates/cupy/vouch.toml");
     let text = std::fs::read_to_string(&path).unwrap();
-    let cut = text.find("\n[workflows]").expect("the CuPy profile has [workflows]");
+    let cut = text
+        .find("\n[workflows]")
+        .expect("the CuPy profile has [workflows]");
     Profile::parse(&format!("{}\n{section}", &text[..cut]), "vouch.toml").expect("parses")
 }
 
@@ -384,27 +385,38 @@ fn generate_err(section: &str) -> String {
 
 #[test]
 fn options_are_validated() {
-    let src = "[workflows]\n[workflows.source]\nrev = \"0123456789abcdef0123456789abcdef01234567\"\n";
+    let src =
+        "[workflows]\n[workflows.source]\nrev = \"0123456789abcdef0123456789abcdef01234567\"\n";
     let p = with_workflows(src);
     let mut o = Options::from_profile(&p, "vouch.toml").unwrap();
     assert!(generate(&p, &o).is_ok());
-    for bad in ["", "/abs/vouch.toml", "../vouch.toml", "a b.toml", "x/'y'.toml", "-x"] {
+    for bad in [
+        "",
+        "/abs/vouch.toml",
+        "../vouch.toml",
+        "a b.toml",
+        "x/'y'.toml",
+        "-x",
+    ] {
         o.profile_path = bad.into();
         let e = generate(&p, &o).unwrap_err().to_string();
         assert!(e.contains("profile path"), "{bad:?}: {e}");
     }
     o.profile_path = "vouch.toml".into();
     o.build_timeout_minutes = 0;
-    assert!(generate(&p, &o).unwrap_err().to_string().contains("build timeout"));
+    assert!(
+        generate(&p, &o)
+            .unwrap_err()
+            .to_string()
+            .contains("build timeout")
+    );
     let e = generate_err(&src.replace(
         "[workflows]\n",
         "[workflows]\ntrigger_associations = [\"EVERYONE\"]\n",
     ));
     assert!(e.contains("\"EVERYONE\"") && e.contains("OWNER"), "{e}");
     assert!(generate_err("[workflows]\n").contains("[workflows.source]"));
-    assert!(
-        generate_err("[workflows]\n[workflows.source]\nrev = \"main\"\n").contains("40-hex")
-    );
+    assert!(generate_err("[workflows]\n[workflows.source]\nrev = \"main\"\n").contains("40-hex"));
     assert!(
         generate_err(&format!("{src}[workflows.dispatch]\nmode = \"flexci\"\n"))
             .contains("project-to-tags")
@@ -416,13 +428,18 @@ fn options_are_validated() {
 #[test]
 fn pypi_install_needs_a_hash_for_every_runner_platform() {
     let section = |hashes: &str| {
-        format!("[workflows]\ninstall = \"pypi\"\n[workflows.pypi]\nversion = \"0.2.0\"\n[workflows.pypi.sha256]\n{hashes}")
+        format!(
+            "[workflows]\ninstall = \"pypi\"\n[workflows.pypi]\nversion = \"0.2.0\"\n[workflows.pypi.sha256]\n{hashes}"
+        )
     };
     let a = format!("linux-64 = \"{}\"\n", "a".repeat(64));
     let b = format!("linux-aarch64 = \"{}\"\n", "b".repeat(64));
     let c = format!("win-64 = \"{}\"\n", "C".repeat(64));
     let e = generate_err(&section(&a));
-    assert!(e.contains("linux-aarch64, win-64") && e.contains("no wheel hash"), "{e}");
+    assert!(
+        e.contains("linux-aarch64, win-64") && e.contains("no wheel hash"),
+        "{e}"
+    );
     let e = generate_err(&section(&format!("{a}{c}")));
     assert!(e.contains("\"linux-aarch64\""), "{e}");
     let p = with_workflows(&section(&format!("{a}{b}{c}")));
@@ -461,7 +478,11 @@ fn adopter_steps_are_rendered_and_audited() {
     let bad = steps.replace("run = \"df -h\"", "run = \"echo ${{ github.head_ref }}\"");
     let p = with_workflows(&bad);
     let files = generate(&p, &Options::from_profile(&p, "vouch.toml").unwrap()).unwrap();
-    assert_caught(&audit_trust(&files).unwrap(), Rule::ExpressionInRun, Some("build-pr"));
+    assert_caught(
+        &audit_trust(&files).unwrap(),
+        Rule::ExpressionInRun,
+        Some("build-pr"),
+    );
 }
 
 const MIN: &str = r#"
@@ -530,7 +551,13 @@ fn variables_and_secrets_are_documented() {
     );
     let all: String = files()
         .into_iter()
-        .chain(generate(&repository, &Options::from_profile(&repository, "vouch.toml").unwrap()).unwrap())
+        .chain(
+            generate(
+                &repository,
+                &Options::from_profile(&repository, "vouch.toml").unwrap(),
+            )
+            .unwrap(),
+        )
         .map(|f| f.contents)
         .collect();
     let used = |prefix: &str| {
@@ -552,7 +579,10 @@ fn variables_and_secrets_are_documented() {
     let mut vars: Vec<&str> = vouch_workflows::VARIABLES.iter().map(|(n, _)| *n).collect();
     vars.sort_unstable();
     assert_eq!(used("vars."), vars);
-    let mut secrets: Vec<&str> = vouch_workflows::SECRETS.iter().map(|(n, _, _)| *n).collect();
+    let mut secrets: Vec<&str> = vouch_workflows::SECRETS
+        .iter()
+        .map(|(n, _, _)| *n)
+        .collect();
     secrets.sort_unstable();
     assert_eq!(used("secrets."), secrets);
 }
@@ -621,7 +651,11 @@ fn synchronize() -> Scenario {
     s
 }
 
-fn job<'x>(x: &'x Explanation, workflow: &str, id: &str) -> &'x vouch_workflows::explain::JobReport {
+fn job<'x>(
+    x: &'x Explanation,
+    workflow: &str,
+    id: &str,
+) -> &'x vouch_workflows::explain::JobReport {
     x.jobs_run()
         .find(|(r, j)| r.workflow == workflow && j.id == id)
         .map(|(_, j)| j)
@@ -644,13 +678,37 @@ const PR_TEST_FLOW: &[&str] = &[
 #[test]
 fn explain_table() {
     let cases: Vec<(&str, Scenario, &[&str])> = vec![
-        ("MEMBER /test, same-repo PR", comment("/test mini,windows", "MEMBER", false), PR_TEST_FLOW),
-        ("MEMBER /test, fork PR", comment("/test mini,windows", "MEMBER", true), PR_TEST_FLOW),
-        ("OWNER bare /test", comment("LGTM\r\n/test", "OWNER", true), PR_TEST_FLOW),
+        (
+            "MEMBER /test, same-repo PR",
+            comment("/test mini,windows", "MEMBER", false),
+            PR_TEST_FLOW,
+        ),
+        (
+            "MEMBER /test, fork PR",
+            comment("/test mini,windows", "MEMBER", true),
+            PR_TEST_FLOW,
+        ),
+        (
+            "OWNER bare /test",
+            comment("LGTM\r\n/test", "OWNER", true),
+            PR_TEST_FLOW,
+        ),
         // The record job starts (the comment contains "/test") but records nothing.
-        ("MEMBER /testing", comment("/testing", "MEMBER", false), &["vouch-trigger.yml:record"]),
-        ("CONTRIBUTOR /test", comment("/test mini", "CONTRIBUTOR", true), &[]),
-        ("synchronize after the label", synchronize(), &["vouch-trigger.yml:hygiene"]),
+        (
+            "MEMBER /testing",
+            comment("/testing", "MEMBER", false),
+            &["vouch-trigger.yml:record"],
+        ),
+        (
+            "CONTRIBUTOR /test",
+            comment("/test mini", "CONTRIBUTOR", true),
+            &[],
+        ),
+        (
+            "synchronize after the label",
+            synchronize(),
+            &["vouch-trigger.yml:hygiene"],
+        ),
         // The sign workflow starts for every completed build run; `pin` finds nothing built.
         (
             "unrelated label",
@@ -661,7 +719,11 @@ fn explain_table() {
         (
             "ci:triggered without a request",
             labeled("ci:triggered"),
-            &["vouch-build.yml:request", "vouch-build.yml:vouch-build-ok", "vouch-sign.yml:pin"],
+            &[
+                "vouch-build.yml:request",
+                "vouch-build.yml:vouch-build-ok",
+                "vouch-sign.yml:pin",
+            ],
         ),
         (
             "push to main",
@@ -675,15 +737,23 @@ fn explain_table() {
                 "vouch-build.yml:vouch-build-ok",
             ],
         ),
-        ("push to a v* tag", push("refs/tags/v14.0.0"), &[
-            "vouch-build.yml:request",
-            "vouch-build.yml:plan",
-            "vouch-build.yml:build-push",
-            "vouch-build.yml:attest",
-            "vouch-build.yml:dispatch",
-            "vouch-build.yml:vouch-build-ok",
-        ]),
-        ("push to a feature branch", push("refs/heads/feature/x"), &[]),
+        (
+            "push to a v* tag",
+            push("refs/tags/v14.0.0"),
+            &[
+                "vouch-build.yml:request",
+                "vouch-build.yml:plan",
+                "vouch-build.yml:build-push",
+                "vouch-build.yml:attest",
+                "vouch-build.yml:dispatch",
+                "vouch-build.yml:vouch-build-ok",
+            ],
+        ),
+        (
+            "push to a feature branch",
+            push("refs/heads/feature/x"),
+            &[],
+        ),
     ];
     for (what, scenario, expected) in &cases {
         let x = run(scenario);
@@ -704,7 +774,12 @@ fn invariants(what: &str, x: &Explanation) {
         // No job a pull request's own run starts can read a trusted secret.
         if pr_run {
             for s in &j.secrets {
-                assert!(!trusted.contains(&s.as_str()), "{what}: {}:{} reads {s}", r.workflow, j.id);
+                assert!(
+                    !trusted.contains(&s.as_str()),
+                    "{what}: {}:{} reads {s}",
+                    r.workflow,
+                    j.id
+                );
             }
         }
         // An OIDC token only where no pull-request code is checked out or run, and only in
@@ -720,7 +795,12 @@ fn invariants(what: &str, x: &Explanation) {
         // The check to require reports under its name only when something was built.
         if j.id == vouch_workflows::SENTINEL_JOB {
             let built = x.ran().iter().any(|n| n.contains(":build-"));
-            assert_eq!(j.name == vouch_workflows::SENTINEL_JOB, built, "{what}: sentinel named {:?}", j.name);
+            assert_eq!(
+                j.name == vouch_workflows::SENTINEL_JOB,
+                built,
+                "{what}: sentinel named {:?}",
+                j.name
+            );
         }
     }
 }
@@ -731,11 +811,19 @@ fn explain_fork_pr_test_details() {
     // The build runs the fork's code with a read-only token, no secrets, no OIDC.
     let build = job(&x, "vouch-build.yml", "build-pr");
     assert!(build.runs_pr_code);
-    assert!(build.token.values().all(|l| l == "read"), "{:?}", build.token);
+    assert!(
+        build.token.values().all(|l| l == "read"),
+        "{:?}",
+        build.token
+    );
     assert!(build.secrets.is_empty() && !build.oidc);
     assert_eq!(build.secrets_withheld, ["VOUCH_CACHE_PR_PASSWORD"]);
     // Signing and dispatch happen from the default branch, with OIDC and the dispatch secret.
-    let sign_run = x.runs.iter().find(|r| r.workflow == "vouch-sign.yml").unwrap();
+    let sign_run = x
+        .runs
+        .iter()
+        .find(|r| r.workflow == "vouch-sign.yml")
+        .unwrap();
     assert_eq!(sign_run.git_ref, "refs/heads/main");
     assert!(sign_run.definition.starts_with("the default branch"));
     let sign = job(&x, "vouch-sign.yml", "sign");
@@ -748,7 +836,10 @@ fn explain_fork_pr_test_details() {
     assert_eq!(label.secrets, ["VOUCH_APP_PRIVATE_KEY"]);
     // The same-repo PR's build gets the PR-fenced cache password, nothing trusted.
     let x = run(&comment("/test", "MEMBER", false));
-    assert_eq!(job(&x, "vouch-build.yml", "build-pr").secrets, ["VOUCH_CACHE_PR_PASSWORD"]);
+    assert_eq!(
+        job(&x, "vouch-build.yml", "build-pr").secrets,
+        ["VOUCH_CACHE_PR_PASSWORD"]
+    );
     insta::assert_snapshot!(
         "explain-fork-pr-test",
         render_text(&run(&comment("/test mini,windows", "MEMBER", true)))
@@ -759,16 +850,29 @@ fn explain_fork_pr_test_details() {
 fn explain_synchronize_drops_the_label_and_starts_nothing() {
     let x = run(&synchronize());
     let hygiene = job(&x, "vouch-trigger.yml", "hygiene");
-    assert!(hygiene.effects.iter().any(|e| e.contains("cancel")), "{:?}", hygiene.effects);
+    assert!(
+        hygiene.effects.iter().any(|e| e.contains("cancel")),
+        "{:?}",
+        hygiene.effects
+    );
     assert!(!hygiene.runs_pr_code && hygiene.secrets.is_empty());
-    assert_eq!(hygiene.token.get("pull-requests").map(String::as_str), Some("write"));
+    assert_eq!(
+        hygiene.token.get("pull-requests").map(String::as_str),
+        Some("write")
+    );
     // The unlabeled event it causes starts nothing: GITHUB_TOKEN events never do.
     assert!(
-        x.quiet.iter().any(|q| q.contains("unlabeled") && q.contains("GITHUB_TOKEN")),
+        x.quiet
+            .iter()
+            .any(|q| q.contains("unlabeled") && q.contains("GITHUB_TOKEN")),
         "{:?}",
         x.quiet
     );
-    assert!(!x.ran().iter().any(|j| j.contains("build-") || j.contains("dispatch")));
+    assert!(
+        !x.ran()
+            .iter()
+            .any(|j| j.contains("build-") || j.contains("dispatch"))
+    );
 }
 
 #[test]
@@ -778,7 +882,10 @@ fn explain_unrelated_label_is_not_red_and_not_the_required_check() {
     assert_eq!(sentinel.name, "vouch-build (nothing to build)");
     // Only the sentinel builds nothing, and its script exits 0 then; the sign workflow's pin
     // finds no unsigned artifact and signs nothing.
-    assert_eq!(x.ran(), ["vouch-build.yml:vouch-build-ok", "vouch-sign.yml:pin"]);
+    assert_eq!(
+        x.ran(),
+        ["vouch-build.yml:vouch-build-ok", "vouch-sign.yml:pin"]
+    );
     assert!(job(&x, "vouch-sign.yml", "pin").effects[0].contains("nothing to sign"));
     assert!(file("vouch-build.yml").contents.contains(
         "          if [ \"$BUILD\" != true ]; then\n            echo \"nothing to build\"\n            exit 0\n"
@@ -792,9 +899,16 @@ fn explain_push_signs_and_dispatches_in_run() {
     assert!(attest.oidc && !attest.runs_pr_code);
     let build = job(&x, "vouch-build.yml", "build-push");
     assert_eq!(build.secrets, ["VOUCH_CACHE_PASSWORD", "VOUCH_SEAL_KEY"]);
-    assert_eq!(job(&x, "vouch-build.yml", "dispatch").secrets, ["FLEXCI_WEBHOOK_SECRET"]);
+    assert_eq!(
+        job(&x, "vouch-build.yml", "dispatch").secrets,
+        ["FLEXCI_WEBHOOK_SECRET"]
+    );
     // The sign workflow starts for the push build's completion but signs nothing.
-    let sign = x.runs.iter().find(|r| r.workflow == "vouch-sign.yml").unwrap();
+    let sign = x
+        .runs
+        .iter()
+        .find(|r| r.workflow == "vouch-sign.yml")
+        .unwrap();
     assert!(sign.jobs.iter().all(|j| !j.runs));
 }
 
@@ -812,8 +926,15 @@ fn the_release_workflow_uses_the_recorded_pins() {
         .collect();
     let mut seen = 0;
     for line in text.lines() {
-        if let Some(uses) = line.trim().strip_prefix("uses: ").or_else(|| line.trim().strip_prefix("- uses: ")) {
-            assert!(known.iter().any(|k| k == uses), "release.yml: {uses:?} is not a recorded pin");
+        if let Some(uses) = line
+            .trim()
+            .strip_prefix("uses: ")
+            .or_else(|| line.trim().strip_prefix("- uses: "))
+        {
+            assert!(
+                known.iter().any(|k| k == uses),
+                "release.yml: {uses:?} is not a recorded pin"
+            );
             seen += 1;
         }
     }
@@ -825,7 +946,8 @@ fn the_release_workflow_uses_the_recorded_pins() {
     .unwrap();
     // Its signing jobs are its own (not the generated workflows'), so only that rule fires.
     assert!(
-        v.iter().all(|x| x.rule == Rule::SigningPermissionOutsideAttest),
+        v.iter()
+            .all(|x| x.rule == Rule::SigningPermissionOutsideAttest),
         "{v:#?}"
     );
 }

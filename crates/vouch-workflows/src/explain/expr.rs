@@ -232,10 +232,9 @@ impl Parser<'_, '_> {
                     return Err("expected `]`".into());
                 }
                 v = match (&v, &key) {
-                    (Value::Array(a), k) => a
-                        .get(as_number(k) as usize)
-                        .cloned()
-                        .unwrap_or(Value::Null),
+                    (Value::Array(a), k) => {
+                        a.get(as_number(k) as usize).cloned().unwrap_or(Value::Null)
+                    }
                     (Value::Object(o), k) => o.get(&display(k)).cloned().unwrap_or(Value::Null),
                     _ => Value::Null,
                 };
@@ -442,10 +441,19 @@ mod tests {
             ("github.event.missing.deeper", Value::Null),
             ("!github.event.missing", json!(true)),
             ("github.event_name == 'push' && 'a' || 'b'", json!("b")),
-            ("github.event.label.name == 'ci:triggered' && format('g-{0}', github.event.pull_request.number) || 'x'", json!("g-7")),
-            ("contains(fromJSON('[\"OWNER\", \"MEMBER\"]'), github.event.comment.author_association)", json!(true)),
+            (
+                "github.event.label.name == 'ci:triggered' && format('g-{0}', github.event.pull_request.number) || 'x'",
+                json!("g-7"),
+            ),
+            (
+                "contains(fromJSON('[\"OWNER\", \"MEMBER\"]'), github.event.comment.author_association)",
+                json!(true),
+            ),
             ("contains(github.event.comment.body, '/TEST')", json!(true)),
-            ("startsWith(github.event.comment.body, '/test')", json!(true)),
+            (
+                "startsWith(github.event.comment.body, '/test')",
+                json!(true),
+            ),
             ("needs.request.outputs.build == 'true'", json!(true)),
             ("(1 == 1) && !(2 == 3)", json!(true)),
             ("'it''s'", json!("it's")),
@@ -455,7 +463,12 @@ mod tests {
             assert_eq!(&eval(src, &ctx).unwrap().0, want, "{src}");
         }
         assert!(eval("foo(", &ctx).is_err());
-        assert!(eval("hashFiles('x')", &ctx).unwrap_err().to_string().contains("not modelled"));
+        assert!(
+            eval("hashFiles('x')", &ctx)
+                .unwrap_err()
+                .to_string()
+                .contains("not modelled")
+        );
         let failed = Context {
             root: &root,
             needs_succeeded: false,

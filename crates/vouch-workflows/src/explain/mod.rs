@@ -19,8 +19,8 @@ use serde_json::{Value, json};
 use yaml_rust2::{Yaml, YamlLoader};
 
 use crate::{
-    BUILD_FILE, Error, GeneratedFile, PR_BUILD_GROUP, REQUEST_ARTIFACT_PREFIX, SECRETS,
-    SIGN_FILE, SecretHome, TRIGGER_FILE, TRIGGER_LABEL, TRUSTED_ENVIRONMENT, TRUSTED_REFS,
+    BUILD_FILE, Error, GeneratedFile, PR_BUILD_GROUP, REQUEST_ARTIFACT_PREFIX, SECRETS, SIGN_FILE,
+    SecretHome, TRIGGER_FILE, TRIGGER_LABEL, TRUSTED_ENVIRONMENT, TRUSTED_REFS,
 };
 
 /// The event a person (or an outside system) causes.
@@ -278,7 +278,8 @@ fn parse(f: &GeneratedFile) -> Result<Workflow, Error> {
             .collect();
         let checks_out = match &job["steps"] {
             Yaml::Array(steps) => steps.iter().any(|st| {
-                s(&st["uses"]).is_some_and(|u| u.to_ascii_lowercase().starts_with("actions/checkout"))
+                s(&st["uses"])
+                    .is_some_and(|u| u.to_ascii_lowercase().starts_with("actions/checkout"))
             }),
             _ => false,
         };
@@ -321,10 +322,7 @@ const ALL_SCOPES: &[&str] = &[
 
 fn permissions(y: &Yaml) -> BTreeMap<String, String> {
     match y {
-        Yaml::Hash(h) => h
-            .iter()
-            .filter_map(|(k, v)| Some((s(k)?, s(v)?)))
-            .collect(),
+        Yaml::Hash(h) => h.iter().filter_map(|(k, v)| Some((s(k)?, s(v)?))).collect(),
         Yaml::String(all) if all == "write-all" || all == "read-all" => {
             let level = if all == "write-all" { "write" } else { "read" };
             ALL_SCOPES
@@ -373,7 +371,9 @@ fn policy_allows(git_ref: &str) -> bool {
 /// `/test` or `/test <targets>` on a line of its own: what the record job's script matches.
 fn has_test_line(body: &str) -> bool {
     body.replace('\r', "").lines().any(|l| {
-        l == "/test" || l.strip_prefix("/test").is_some_and(|r| r.starts_with([' ', '\t']))
+        l == "/test"
+            || l.strip_prefix("/test")
+                .is_some_and(|r| r.starts_with([' ', '\t']))
     })
 }
 
@@ -412,7 +412,9 @@ fn job_effects(
                 completed: None,
                 cause: format!("{TRIGGER_FILE}:label set {TRIGGER_LABEL} with a GitHub App token"),
             });
-            notes.push(format!("removes and sets {TRIGGER_LABEL} with the App token"));
+            notes.push(format!(
+                "removes and sets {TRIGGER_LABEL} with the App token"
+            ));
         }
         (TRIGGER_FILE, "hygiene") => {
             st.request_recorded = false;
@@ -464,7 +466,8 @@ fn job_effects(
 fn trigger_matches(t: &Trigger, ev: &Event, git_ref: &str) -> bool {
     // One pull-request activity is delivered to both kinds of workflow.
     let pr_kinds = ["pull_request", "pull_request_target"];
-    let same_activity = pr_kinds.contains(&ev.name.as_str()) && pr_kinds.contains(&t.event.as_str());
+    let same_activity =
+        pr_kinds.contains(&ev.name.as_str()) && pr_kinds.contains(&t.event.as_str());
     if t.event != ev.name && !same_activity {
         return false;
     }
@@ -553,7 +556,10 @@ pub fn explain(files: &[GeneratedFile], scenario: &Scenario) -> Result<Explanati
         if let Some(c) = &ev.completed
             && c.depth > rules::MAX_WORKFLOW_RUN_DEPTH
         {
-            quiet.push(format!("{what}: beyond {} workflow_run levels", rules::MAX_WORKFLOW_RUN_DEPTH));
+            quiet.push(format!(
+                "{what}: beyond {} workflow_run levels",
+                rules::MAX_WORKFLOW_RUN_DEPTH
+            ));
             continue;
         }
         let git_ref = match ev.name.as_str() {
@@ -574,7 +580,8 @@ pub fn explain(files: &[GeneratedFile], scenario: &Scenario) -> Result<Explanati
             let (run_ref, definition) = match run_event.as_str() {
                 "pull_request" => (
                     git_ref.clone(),
-                    "the pull request's merge commit: the pull request controls this file".to_owned(),
+                    "the pull request's merge commit: the pull request controls this file"
+                        .to_owned(),
                 ),
                 "push" => (git_ref.clone(), "the pushed commit".to_owned()),
                 "pull_request_target" => (
@@ -731,8 +738,13 @@ pub fn explain(files: &[GeneratedFile], scenario: &Scenario) -> Result<Explanati
 
 /// The parts of the event payload the workflows' expressions read.
 fn event_payload(sc: &Scenario, ev: &Event, st: &State, run_event: &str) -> Value {
-    let repository = json!({"id": 42, "default_branch": sc.default_branch, "full_name": "owner/repo"});
-    let head_repo = if sc.fork { "contributor/repo" } else { "owner/repo" };
+    let repository =
+        json!({"id": 42, "default_branch": sc.default_branch, "full_name": "owner/repo"});
+    let head_repo = if sc.fork {
+        "contributor/repo"
+    } else {
+        "owner/repo"
+    };
     match run_event {
         "issue_comment" => json!({
             "action": ev.action,
@@ -762,7 +774,11 @@ fn event_payload(sc: &Scenario, ev: &Event, st: &State, run_event: &str) -> Valu
 
 fn join(items: impl IntoIterator<Item = String>) -> String {
     let v: Vec<String> = items.into_iter().collect();
-    if v.is_empty() { "-".into() } else { v.join(", ") }
+    if v.is_empty() {
+        "-".into()
+    } else {
+        v.join(", ")
+    }
 }
 
 /// The human-readable table.
@@ -786,7 +802,11 @@ pub fn render_text(x: &Explanation) -> String {
         let _ = write!(head, ", ref {r}");
     }
     if sc.event != "push" {
-        head.push_str(if sc.fork { ", fork pull request" } else { ", same-repository pull request" });
+        head.push_str(if sc.fork {
+            ", fork pull request"
+        } else {
+            ", same-repository pull request"
+        });
     }
     let _ = writeln!(out, "{head}");
     if x.runs.iter().all(|r| r.jobs.iter().all(|j| !j.runs)) {

@@ -3,7 +3,8 @@
 
 /// "Maximum access for pull requests from public forked repositories": every scope `read`,
 /// `id-token` `none`; the same page: `pull_request_target` gets the base's token.
-pub const FORK_TOKEN_DOC: &str = "https://docs.github.com/en/actions/reference/github_token-reference";
+pub const FORK_TOKEN_DOC: &str =
+    "https://docs.github.com/en/actions/reference/github_token-reference";
 
 /// "With the exception of GITHUB_TOKEN, secrets are not passed to the runner when a workflow
 /// is triggered from a forked repository" (events page, `pull_request`, "Workflows in forked
@@ -41,7 +42,9 @@ pub const CONCURRENCY_DOC: &str = "https://docs.github.com/en/actions/writing-wo
 pub const MAX_WORKFLOW_RUN_DEPTH: usize = 3;
 
 /// The token scopes GitHub lets a fork's `pull_request` run keep, given the declared ones.
-pub fn fork_token(declared: &std::collections::BTreeMap<String, String>) -> std::collections::BTreeMap<String, String> {
+pub fn fork_token(
+    declared: &std::collections::BTreeMap<String, String>,
+) -> std::collections::BTreeMap<String, String> {
     declared
         .iter()
         .filter(|(scope, level)| scope.as_str() != "id-token" && level.as_str() != "none")
@@ -55,9 +58,9 @@ pub fn glob(pattern: &str, name: &str) -> bool {
     fn go(p: &[u8], n: &[u8]) -> bool {
         match p.split_first() {
             None => n.is_empty(),
-            Some((b'*', rest)) => {
-                (0..=n.len()).take_while(|i| *i == 0 || n[*i - 1] != b'/').any(|i| go(rest, &n[i..]))
-            }
+            Some((b'*', rest)) => (0..=n.len())
+                .take_while(|i| *i == 0 || n[*i - 1] != b'/')
+                .any(|i| go(rest, &n[i..])),
             Some((c, rest)) => n.first() == Some(c) && go(rest, &n[1..]),
         }
     }
@@ -75,13 +78,19 @@ mod tests {
         assert!(!glob("v*", "feature/v1"));
         assert!(!glob("main", "main2"));
         assert!(!glob("v*", "v1/x"));
-        let declared = [("contents", "write"), ("id-token", "write"), ("actions", "read")]
-            .iter()
-            .map(|(a, b)| ((*a).to_owned(), (*b).to_owned()))
-            .collect();
+        let declared = [
+            ("contents", "write"),
+            ("id-token", "write"),
+            ("actions", "read"),
+        ]
+        .iter()
+        .map(|(a, b)| ((*a).to_owned(), (*b).to_owned()))
+        .collect();
         let got = fork_token(&declared);
         assert_eq!(
-            got.iter().map(|(a, b)| format!("{a}:{b}")).collect::<Vec<_>>(),
+            got.iter()
+                .map(|(a, b)| format!("{a}:{b}"))
+                .collect::<Vec<_>>(),
             ["actions:read", "contents:read"]
         );
     }

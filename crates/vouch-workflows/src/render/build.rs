@@ -196,9 +196,7 @@ fn dispatch_job(v: &Vars<'_>) -> String {
 pub(crate) fn render(v: &Vars<'_>) -> Result<String, Error> {
     let build_jobs = build_jobs(v)?;
     let install_ubuntu = v.install().steps("python3");
-    let install_matrix = v
-        .install()
-        .steps("${{ steps.python.outputs.python-path }}");
+    let install_matrix = v.install().steps("${{ steps.python.outputs.python-path }}");
     let dispatch = dispatch_job(v);
     let text = fill(
         r#"@@HEADER@@
