@@ -14,6 +14,7 @@ mod build;
 mod cache;
 mod cell;
 mod fetch;
+mod flexci;
 mod profile;
 mod provenance;
 mod wheel;
