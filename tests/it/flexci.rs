@@ -1,15 +1,19 @@
 //! Issue 14: the FlexCI consumer. `vouch install --extras` (the verified wheel by hash, its
-//! requirements apart, from a local `--find-links` directory standing in for the index), run
-//! against a local Sigstore instance.
+//! requirements apart, from a local `--find-links` directory standing in for the index) and
+//! the ready-to-copy `pyproject-templates/cupy/flexci/fetch-wheel.sh`, run against the fake
+//! GitHub API on loopback and a local Sigstore instance.
 
 use std::path::{Path, PathBuf};
 
 use crate::common::*;
+use vouch_testgh::FakeGithub;
 use vouch_testsig::{GithubClaims, LocalSigstore};
 
 const REPO: &str = "cupy/cupy";
 const HEAD: &str = "1111111111111111111111111111111111111111";
 const MERGE: &str = "2222222222222222222222222222222222222222";
+const TOKEN: &str = "ghp_FlexciTokenThatMustNeverAppear0123456789";
+const SCRIPT: &str = "pyproject-templates/cupy/flexci/fetch-wheel.sh";
 
 /// A pure-Python wheel `name-version` whose METADATA carries `headers` (Requires-Dist,
 /// Provides-Extra), with one module `<import name>/__init__.py`.
@@ -258,6 +262,160 @@ fn install_extras_installs_the_wheel_by_hash_and_its_requirements_apart() {
     assert!(
         r.stderr
             .contains("cupy-cuda13x 14.2.0 [more] requires: dep-base>=1, dep-more"),
+        "{}",
+        r.stderr
+    );
+}
+
+/// `fetch-wheel.sh` as a FlexCI job runs it, with vouch already on PATH: the PR from
+/// PULL_REQUEST (what run.sh forwards into the container), the commit from
+/// FLEXCI_REFERENCE_COMMIT_ID, the CUDA major from CUDA_VERSION, the token from its file.
+/// Then a push job, the CUDA major from version.json. The artifact names the script builds are
+/// the ones the fake API serves, so a wrong name fails the install.
+#[test]
+fn fetch_wheel_sh_installs_what_the_flexci_job_names() {
+    let w = World::new();
+    let py = run(std::process::Command::new(venv_python())
+        .args(["-c", "import sys; print('%d.%d' % sys.version_info[:2])"]))
+    .stdout
+    .trim()
+    .to_owned();
+    let plat = match std::env::consts::ARCH {
+        "aarch64" => "linux-aarch64",
+        _ => "linux-64",
+    };
+    w.publish(
+        &format!("cupy-cuda13x-py{py}-{plat}-pr7-{HEAD}"),
+        700,
+        Some(7),
+    );
+    w.publish(&format!("cupy-cuda13x-py{py}-{plat}-{HEAD}"), 500, None);
+    let gh = FakeGithub::start(w.store.clone(), TOKEN);
+    let vouch_dir = Path::new(env!("CARGO_BIN_EXE_vouch")).parent().unwrap();
+    let path = format!(
+        "{}:{}:{}",
+        venv_python().parent().unwrap().display(),
+        vouch_dir.display(),
+        std::env::var("PATH").unwrap()
+    );
+    let script = |token: &Path, target: &Path, env: &[(&str, &str)]| {
+        let mut cmd = std::process::Command::new("bash");
+        cmd.arg(repo_root().join(SCRIPT))
+            .args([
+                "--api-url",
+                &gh.url,
+                "--workflow",
+                ".github/workflows/ci.yml",
+            ])
+            .arg("--trust-root")
+            .arg(&w.root)
+            .arg("--")
+            .args(w.pip_args(target))
+            .env("PATH", &path)
+            .env("VOUCH_INSTALL", "preinstalled")
+            .env("CUPY_CI_GITHUB_TOKEN_FILE", token)
+            .env("VOUCH_CACHE_DIR", cache_dir());
+        for var in [
+            "FLEXCI_BRANCH",
+            "FLEXCI_REFERENCE_COMMIT_ID",
+            "FLEXCI_COMMIT_ID",
+            "PULL_REQUEST",
+            "CUDA_VERSION",
+            "CUDA_HOME",
+            "GH_TOKEN",
+            "GITHUB_TOKEN",
+            "GH_TOKEN_FILE",
+            "PYTHON",
+        ] {
+            cmd.env_remove(var);
+        }
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let r = run(&mut cmd);
+        assert!(!token.exists(), "the token file is gone: {}", r.stderr);
+        assert!(
+            !r.stdout.contains(TOKEN) && !r.stderr.contains(TOKEN),
+            "the token leaked"
+        );
+        r
+    };
+    let token = |n: &str| {
+        let t = w.dir.path().join(format!("token-{n}"));
+        std::fs::write(&t, TOKEN).unwrap();
+        t
+    };
+
+    let target = w.dir.path().join("site-pr");
+    let r = script(
+        &token("pr"),
+        &target,
+        &[
+            ("PULL_REQUEST", "7"),
+            ("FLEXCI_REFERENCE_COMMIT_ID", HEAD),
+            ("CUDA_VERSION", "13.0.2"),
+        ],
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stderr.contains(&format!(
+            "+ vouch install --from-flexci --repo cupy/cupy --event pull_request --pr 7 --dist cupy-cuda13x --python-version {py} --platform {plat} --python python3 --extras test --token-file "
+        )),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.stdout.contains("installed 1 verified wheel(s)\ninstalled 3 distribution(s) from the package index, NOT verified by vouch:"),
+        "{}",
+        r.stdout
+    );
+    assert_eq!(
+        modules(&target),
+        ["cupy_cuda13x", "dep_base", "dep_more", "dep_test"]
+    );
+
+    // A push job: no PR, the commit from FLEXCI_COMMIT_ID, CUDA from version.json.
+    let cuda = w.dir.path().join("cuda");
+    std::fs::create_dir_all(&cuda).unwrap();
+    std::fs::write(
+        cuda.join("version.json"),
+        r#"{"cuda": {"name": "CUDA SDK", "version": "13.0.2"}}"#,
+    )
+    .unwrap();
+    let target = w.dir.path().join("site-push");
+    let r = script(
+        &token("push"),
+        &target,
+        &[
+            ("FLEXCI_BRANCH", "refs/heads/main"),
+            ("FLEXCI_COMMIT_ID", HEAD),
+            ("CUDA_HOME", cuda.to_str().unwrap()),
+        ],
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stderr.contains(&format!(
+            "looking for cupy-cuda13x-py{py}-{plat}-{HEAD} from .github/workflows/ci.yml (push of cupy/cupy)"
+        )),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(
+        modules(&target),
+        ["cupy_cuda13x", "dep_base", "dep_more", "dep_test"]
+    );
+
+    // No CUDA to name the wheel: refused before vouch runs, the token still removed.
+    let r = script(
+        &token("nocuda"),
+        &w.dir.path().join("site-none"),
+        &[("FLEXCI_COMMIT_ID", HEAD), ("CUDA_HOME", "/nonexistent")],
+    );
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(
+        r.stderr.contains(
+            "fetch-wheel.sh: error: cannot tell the CUDA version: CUDA_VERSION is unset and /nonexistent/version.json is absent"
+        ),
         "{}",
         r.stderr
     );
