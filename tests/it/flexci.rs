@@ -178,7 +178,12 @@ fn install_extras_installs_the_wheel_by_hash_and_its_requirements_apart() {
             .arg(venv_python())
             .args(json.then_some("--json"))
             .arg("--")
-            .args(w.pip_args(target)))
+            // pip's own chatter with --json: it must go to stderr, or stdout is no JSON.
+            .args(
+                w.pip_args(target)
+                    .into_iter()
+                    .filter(|a| !(json && a == "-q")),
+            ))
     };
 
     // An extra the wheel does not provide: a usage error, and nothing installed, not even the

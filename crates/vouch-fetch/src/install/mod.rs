@@ -98,6 +98,15 @@ pub(crate) fn user_python(python: &Path) -> std::process::Command {
     cmd
 }
 
+/// `python -m pip install ...`, its output on stderr: pip's progress is a note, and stdout
+/// holds only vouch's own report (`--json` must stay parseable).
+fn pip_install(python: &Path) -> std::process::Command {
+    let mut cmd = user_python(python);
+    cmd.args(["-m", "pip", "install"])
+        .stdout(std::process::Stdio::from(std::io::stderr()));
+    cmd
+}
+
 /// An absolute, percent-encoded `file:` URL: a relative output directory or a `#` in a path
 /// must not change what pip reads.
 fn file_url(path: &Path) -> Result<url::Url, InstallError> {
@@ -141,15 +150,8 @@ pub fn pip_install_verified(
     }
     let req_file = scratch.join("requirements.txt");
     write_private(&req_file, &req)?;
-    let status = user_python(python)
-        .args([
-            "-m",
-            "pip",
-            "install",
-            "--no-deps",
-            "--require-hashes",
-            "-r",
-        ])
+    let status = pip_install(python)
+        .args(["--no-deps", "--require-hashes", "-r"])
         .arg(&req_file)
         .args(pip_args)
         .status()
@@ -275,8 +277,8 @@ pub fn pip_install_dependencies(
     let req_file = scratch.join("dependencies.txt");
     write_private(&req_file, &req)?;
     let report_file = scratch.join("pip-report.json");
-    let status = user_python(python)
-        .args(["-m", "pip", "install", "--report"])
+    let status = pip_install(python)
+        .arg("--report")
         .arg(&report_file)
         .arg("-r")
         .arg(&req_file)
