@@ -936,7 +936,14 @@ pub struct InstallCmd {
     /// Keep the verified wheels here instead of a temporary directory.
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
-    /// Arguments after `--` go to `pip install`.
+    /// Also install what the wheels require, with these extras in effect (`test`, `all,test`):
+    /// their base `Requires-Dist` and the extras', markers evaluated for --python, in a second
+    /// pip call after the verified wheels. Those come from the package index (or wherever the
+    /// pip arguments point) and are NOT verified by vouch; they are reported by name and
+    /// version. An extra the wheel does not provide installs nothing.
+    #[arg(long, value_delimiter = ',', value_name = "EXTRA[,EXTRA...]")]
+    pub extras: Vec<String>,
+    /// Arguments after `--` go to `pip install` (both calls, with --extras).
     #[arg(last = true)]
     pub pip_args: Vec<String>,
 }

@@ -297,9 +297,15 @@ impl Classify for vouch_fetch::InstallError {
     fn status(&self) -> Option<Status> {
         use vouch_fetch::InstallError as I;
         Some(match self {
-            I::Failed(_) => Status::InstallFailed,
+            I::Failed(_) | I::DependenciesFailed(_) | I::Report { .. } | I::Replaced { .. } => {
+                Status::InstallFailed
+            }
             I::Resolve { .. } | I::Write { .. } | I::Spawn { .. } => Status::Io,
-            I::FileUrl(_) => Status::InvalidInput,
+            I::Wheel { source, .. } => return source.status(),
+            I::FileUrl(_) | I::BadMetadata { .. } => Status::InvalidInput,
+            // The flag names what the wheel cannot give.
+            I::InvalidExtra { .. } | I::UnknownExtra { .. } => Status::Usage,
+            I::MarkerEnvironment { .. } => Status::Environment,
         })
     }
 }

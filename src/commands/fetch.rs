@@ -250,17 +250,79 @@ pub fn install(cmd: InstallCmd) -> anyhow::Result<ExitCode> {
         .clone()
         .unwrap_or_else(|| scratch.path().join("wheels"));
     let report = do_fetch(&cmd.fetch, &out)?;
+    // Planned before anything is installed: an unknown extra must leave nothing behind.
+    let plan = if cmd.extras.is_empty() {
+        None
+    } else {
+        Some(vouch_fetch::plan_dependencies(
+            &cmd.python,
+            &report,
+            &cmd.extras,
+        )?)
+    };
     vouch_fetch::pip_install_verified(&cmd.python, &report, scratch.path(), &cmd.pip_args)?;
+    let from_index = match &plan {
+        Some(plan) => {
+            let requirements: usize = plan.iter().map(|d| d.requirements.len()).sum();
+            if requirements > 0 {
+                output::note(format!(
+                    "installing {requirements} requirement(s) of the verified wheel(s) with a second pip call: they come from the package index and are NOT verified by vouch"
+                ));
+            }
+            Some(vouch_fetch::pip_install_dependencies(
+                &cmd.python,
+                plan,
+                scratch.path(),
+                &cmd.pip_args,
+            )?)
+        }
+        None => None,
+    };
     if cmd.fetch.json {
-        output::json(&serde_json::json!({ "installed": true, "fetch": report }));
+        let mut doc = serde_json::json!({ "installed": true, "fetch": report });
+        if let (Some(plan), Some(installed)) = (&plan, &from_index) {
+            doc["dependencies"] = serde_json::json!({
+                "verified_by_vouch": false,
+                "plan": plan,
+                "installed": installed,
+            });
+        }
+        output::json(&doc);
     } else {
         print_report(&report);
         output::data(format!(
             "installed {} verified wheel(s)",
             report.wheels.len()
         ));
+        if let (Some(plan), Some(installed)) = (&plan, &from_index) {
+            print_dependencies(plan, installed);
+        }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+fn print_dependencies(plan: &[vouch_fetch::Dependencies], installed: &[vouch_fetch::Installed]) {
+    for d in plan {
+        output::note(format!(
+            "{} {} [{}] requires: {}",
+            d.name,
+            d.version,
+            d.extras.join(","),
+            if d.requirements.is_empty() {
+                "nothing".to_owned()
+            } else {
+                d.requirements.join(", ")
+            }
+        ));
+    }
+    output::data(format!(
+        "installed {} distribution(s) from the package index, NOT verified by vouch{}",
+        installed.len(),
+        if installed.is_empty() { "" } else { ":" }
+    ));
+    for i in installed {
+        output::data(format!("  {} {}", i.name, i.version));
+    }
 }
 
 pub fn publish(cmd: PublishCmd) -> anyhow::Result<ExitCode> {

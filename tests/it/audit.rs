@@ -489,3 +489,86 @@ fn issue12_rebuild_honours_work_dir() {
         r.stderr
     );
 }
+
+/// Issue 14: a downloaded CI artifact audits as it came. Its bundle is named after the
+/// artifact (`<artifact>.sigstore.json`, as the generated workflows sign), not after the wheel;
+/// the wheel's own `<wheel>.sigstore.json` still counts, and when both are there and differ
+/// the audit says so instead of picking one.
+#[test]
+fn audit_finds_the_bundle_named_after_the_artifact() {
+    let dir = tempdir();
+    let (key, public) = keygen(dir.path(), "k.pem");
+    let rel = dir.path().join("artifact");
+    std::fs::create_dir_all(&rel).unwrap();
+    let wheel = rel.join("cupy_cuda13x-14.2.0-cp312-cp312-manylinux_2_28_x86_64.whl");
+    std::fs::write(&wheel, b"the cupy wheel").unwrap();
+    // Another cell's wheel and its artifact's bundle, side by side (a merged download).
+    let other = rel.join("cupy_cuda13x-14.2.0-cp313-cp313-manylinux_2_28_x86_64.whl");
+    std::fs::write(&other, b"the other cell's wheel").unwrap();
+    let bundle_of = |file: &Path, cell: &str| {
+        let bundle = rel.join(format!(
+            "cupy-cuda13x-{cell}-linux-64-pr7-{SHA}.sigstore.json"
+        ));
+        let r = run(attest_with_key(file, &bundle, &key).args([
+            "--local",
+            "--repo",
+            "cupy/cupy",
+            "--sha",
+            SHA,
+            "--runner",
+            "github-hosted",
+        ]));
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        bundle
+    };
+    let artifact_bundle = bundle_of(&wheel, "py3.12");
+    let other_bundle = bundle_of(&other, "py3.13");
+    let flags = [
+        "--key".to_owned(),
+        public.display().to_string(),
+        "--repo".to_owned(),
+        "cupy/cupy".to_owned(),
+    ];
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    let r = audit_json(&[&rel], &flags);
+    assert_eq!(r.code, 0, "{}", r.stdout);
+    let rows = r.json();
+    for (i, (file, bundle)) in [(&wheel, &artifact_bundle), (&other, &other_bundle)]
+        .into_iter()
+        .enumerate()
+    {
+        assert_eq!(rows[i]["file"], file.display().to_string());
+        assert_eq!(rows[i]["verdict"], "verified", "{}", rows[i]);
+        assert_eq!(
+            rows[i]["evidence"],
+            serde_json::json!([bundle.display().to_string()])
+        );
+    }
+
+    // The wheel's own bundle with the same bytes: one bundle, the wheel's own.
+    let own = PathBuf::from(format!("{}.sigstore.json", wheel.display()));
+    std::fs::copy(&artifact_bundle, &own).unwrap();
+    let r = audit_json(&[&wheel], &flags);
+    assert_eq!(r.code, 0, "{}", r.stdout);
+    assert_eq!(
+        r.json()[0]["evidence"],
+        serde_json::json!([own.display().to_string()])
+    );
+
+    // A different one: the audit fails the wheel and names both.
+    sign(&key, "cupy/cupy", &[&wheel], 1_700_000_000);
+    let r = audit_json(&[&wheel], &flags);
+    assert_eq!(r.code, 1, "{}", r.stdout);
+    let row = &r.json()[0];
+    assert_eq!(row["verdict"], "failed");
+    assert_eq!(row["kind"], "bundle");
+    assert_eq!(
+        row["reason"],
+        format!(
+            "bundle check failed: {} and {} both name {} and differ; vouch does not choose between bundles: remove the one that does not belong",
+            own.display(),
+            artifact_bundle.display(),
+            wheel.display()
+        )
+    );
+}

@@ -15,6 +15,7 @@ mod cache;
 mod cell;
 mod dispatch;
 mod fetch;
+mod flexci;
 mod profile;
 mod provenance;
 mod wheel;

@@ -14,9 +14,10 @@ use vouch_verify::{
 
 pub use rebuild::{Rebuild, RebuildError, RebuildReport, rebuild};
 
-/// Evidence file suffixes, in the order they are looked for.
+/// Evidence file suffixes, in the order they are looked for. A wheel's `.sigstore.json` may
+/// also be named after the CI artifact it came in (see [`vouch_verify::bundle_for`]).
 pub const EVIDENCE_SUFFIXES: &[&str] = &[
-    ".sigstore.json",
+    vouch_verify::BUNDLE_SUFFIX,
     ".intoto.jsonl",
     ".publish.attestation",
     ".provenance",
@@ -128,13 +129,41 @@ fn load_evidence(path: &Path) -> Result<Vec<Evidence>, VerifyError> {
     vouch_verify::parse_evidence(&text, &origin)
 }
 
+/// The Sigstore bundle for `file` in its directory, by the rule `fetch` follows too
+/// ([`vouch_verify::bundle_for`]): its own `<file>.sigstore.json`, or the one named after the
+/// CI artifact a wheel came in.
+fn sigstore_bundle(file: &Path) -> Result<Option<PathBuf>, String> {
+    let dir = match file.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let listing = std::fs::read_dir(dir)
+        .map_err(|e| format!("cannot list {} for its evidence: {e}", dir.display()))?;
+    let mut siblings = Vec::new();
+    for entry in listing {
+        let entry =
+            entry.map_err(|e| format!("cannot list {} for its evidence: {e}", dir.display()))?;
+        // Spelled like `file`, so that its own bundle's name compares equal.
+        siblings.push(file.with_file_name(entry.file_name()));
+    }
+    vouch_verify::bundle_for(file, &siblings, vouch_verify::BundleScope::Directory)
+        .map_err(|e| with_causes(&e))
+}
+
 /// The evidence files next to `file`. A path with an evidence name that exists but is not a
 /// regular file (a directory, a FIFO, a socket, a link to any of those, a dangling link) fails
 /// the file: evidence someone put there and that cannot be read must never be skipped.
 fn find_evidence(file: &Path) -> Result<Vec<PathBuf>, String> {
     let mut found = Vec::new();
     for suffix in EVIDENCE_SUFFIXES {
-        let path = PathBuf::from(format!("{}{suffix}", file.display()));
+        let path = if *suffix == vouch_verify::BUNDLE_SUFFIX {
+            match sigstore_bundle(file)? {
+                Some(p) => p,
+                None => continue,
+            }
+        } else {
+            PathBuf::from(format!("{}{suffix}", file.display()))
+        };
         // Stat only: nothing is opened until it is known to be a regular file.
         match std::fs::symlink_metadata(&path) {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,

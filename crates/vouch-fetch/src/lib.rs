@@ -6,7 +6,8 @@
 //! `locate` → `pin` → `download` → `extract` → `pair` → `verify` → `commit`. A candidate that
 //! fails a stage is recorded as a [`Rejection`] and the next one is tried; nothing reaches
 //! `out` before `commit`. Artifacts come from any [`ArtifactSource`] (see `source/`).
-//! [`pip_install_verified`] hands the committed wheels to pip.
+//! [`pip_install_verified`] hands the committed wheels to pip; with extras,
+//! [`plan_dependencies`] and [`pip_install_dependencies`] install what they require, apart.
 
 mod commit;
 mod download;
@@ -26,7 +27,10 @@ use vouch_core::Sha256Digest;
 use vouch_verify::{Trust, TrustSpec, Verified, VerifyError};
 
 pub use extract::{ExtractLimits, extract_safely};
-pub use install::{InstallError, pip_install_verified};
+pub use install::{
+    Dependencies, InstallError, Installed, pip_install_dependencies, pip_install_verified,
+    plan_dependencies,
+};
 pub use pin::{PinError, pin};
 pub use source::{
     ArtifactSource, BoxFuture, LocalStore, RunInfo, SOURCES, SourceInputs, SourceKind, SourceSpec,

@@ -1,6 +1,6 @@
 //! Pair: which bundle speaks for which extracted wheel.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Pair {
@@ -14,36 +14,34 @@ pub(crate) enum PairError {
     NoWheel,
     #[error("no bundle for {}", .0.display())]
     NoBundle(PathBuf),
+    /// Two bundles name the wheel and differ (the message says which).
+    #[error("{0}")]
+    Ambiguous(String),
 }
 
-/// Each wheel with its own `<wheel>.sigstore.json`, or else the artifact's only bundle (one
-/// bundle may cover several wheels).
+/// Each wheel with its bundle, by the rule `audit` follows too ([`vouch_verify::bundle_for`]):
+/// its own `<wheel>.sigstore.json`, or the one named after its artifact, or else the
+/// artifact's only bundle (one bundle may cover several wheels).
 pub(crate) fn pair(files: &[PathBuf]) -> Result<Vec<Pair>, PairError> {
-    let is_bundle = |f: &Path| f.to_string_lossy().ends_with(".sigstore.json");
     let wheels: Vec<&PathBuf> = files
         .iter()
         .filter(|f| f.extension().is_some_and(|x| x == "whl"))
         .collect();
-    let bundles: Vec<&PathBuf> = files.iter().filter(|f| is_bundle(f)).collect();
     if wheels.is_empty() {
         return Err(PairError::NoWheel);
     }
     wheels
         .into_iter()
-        .map(|w| {
-            let own = PathBuf::from(format!("{}.sigstore.json", w.display()));
-            let bundle = if files.contains(&own) {
-                own
-            } else if let [only] = bundles.as_slice() {
-                (*only).clone()
-            } else {
-                return Err(PairError::NoBundle(w.clone()));
-            };
-            Ok(Pair {
-                wheel: w.clone(),
-                bundle,
-            })
-        })
+        .map(
+            |w| match vouch_verify::bundle_for(w, files, vouch_verify::BundleScope::Artifact) {
+                Ok(Some(bundle)) => Ok(Pair {
+                    wheel: w.clone(),
+                    bundle,
+                }),
+                Ok(None) => Err(PairError::NoBundle(w.clone())),
+                Err(e) => Err(PairError::Ambiguous(e.to_string())),
+            },
+        )
         .collect()
 }
 
@@ -84,6 +82,18 @@ mod tests {
             (
                 &["x/a.whl", "x/b.whl.sigstore.json", "x/c.sigstore.json"],
                 Err(PairError::NoBundle("x/a.whl".into())),
+            ),
+            // Among several bundles, the one named after the wheel's artifact.
+            (
+                &[
+                    "x/c-1-cp312-cp312-win_amd64.whl",
+                    "x/c-py3.12-linux-64-1111111111111111111111111111111111111111.sigstore.json",
+                    "x/c-py3.12-win-64-pr7-1111111111111111111111111111111111111111.sigstore.json",
+                ],
+                Ok(vec![ok(
+                    "x/c-1-cp312-cp312-win_amd64.whl",
+                    "x/c-py3.12-win-64-pr7-1111111111111111111111111111111111111111.sigstore.json",
+                )]),
             ),
         ];
         for (files, want) in cases {

@@ -2,6 +2,7 @@
 //! chain at signing time, SCT, inclusion proof, checkpoint, SET, DSSE signature), then the
 //! in-toto statement and the consumer's identity policy on the certificate's extensions.
 
+mod bundle_for;
 mod error;
 mod evidence;
 mod policy;
@@ -10,6 +11,7 @@ mod root;
 mod trust;
 mod verify;
 
+pub use bundle_for::{BUNDLE_SUFFIX, BundleScope, bundle_for};
 pub use error::{ErrorKind, VerifyError};
 pub use evidence::{
     Evidence, EvidenceFormat, kind_of, open_regular, parse_evidence, read_evidence_file,

@@ -4,7 +4,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use vouch_core::normalize_dist_name;
+use vouch_core::{Platform, PythonVersion, normalize_dist_name};
 
 use crate::WheelError;
 
@@ -55,6 +55,52 @@ impl WheelFilename {
             }
         }
         out
+    }
+
+    /// Whether a matrix cell building for CPython `python` on `platform` could have made this
+    /// wheel: one of its tags is for that interpreter (its own `cpXY`, the stable ABI of an
+    /// older or equal version, or pure Python 3), the free-threaded ABI exactly when the cell
+    /// is free-threaded, and for that platform (any manylinux or musllinux of its
+    /// architecture) or any platform.
+    pub fn fits(&self, python: PythonVersion, platform: Platform) -> bool {
+        let cp = format!("cp{}{}", python.major, python.minor);
+        let interpreter = |t: &WheelTag| {
+            let pure = t.abi == "none"
+                && (t.python == format!("py{}", python.major)
+                    || t.python == format!("py{}{}", python.major, python.minor)
+                    || t.python == cp);
+            let own = t.python == cp
+                && t.abi
+                    == if python.free_threaded {
+                        format!("{cp}t")
+                    } else {
+                        cp.clone()
+                    };
+            // abi3 is a promise of the non-free-threaded ABI only.
+            let stable = !python.free_threaded
+                && t.abi == "abi3"
+                && t.python
+                    .strip_prefix(&format!("cp{}", python.major))
+                    .and_then(|m| m.parse::<u8>().ok())
+                    .is_some_and(|m| m <= python.minor);
+            pure || own || stable
+        };
+        let platform_fits = |tag: &str| {
+            let arch = |a: &str| {
+                tag == format!("linux_{a}")
+                    || ((tag.starts_with("manylinux") || tag.starts_with("musllinux"))
+                        && tag.ends_with(&format!("_{a}")))
+            };
+            tag == "any"
+                || match platform {
+                    Platform::Linux64 => arch("x86_64"),
+                    Platform::LinuxAarch64 => arch("aarch64"),
+                    Platform::Win64 => tag == "win_amd64",
+                }
+        };
+        self.tags()
+            .iter()
+            .any(|t| interpreter(t) && platform_fits(&t.platform))
     }
 
     /// Whether `dir` (without the `.dist-info` suffix) names this wheel's distribution and
@@ -188,6 +234,102 @@ mod tests {
         assert_eq!(c.normalized_name(), "cupy-cuda13x");
         assert!(c.matches_dist_info("cupy_cuda13x-14.2.0"));
         assert!(!c.matches_dist_info("cupy_cuda12x-14.2.0"));
+    }
+
+    #[test]
+    fn fits_table() {
+        let py = |s: &str| s.parse::<PythonVersion>().unwrap();
+        let cases = [
+            (
+                "c-1-cp312-cp312-manylinux_2_28_x86_64.whl",
+                "3.12",
+                Platform::Linux64,
+                true,
+            ),
+            (
+                "c-1-cp312-cp312-manylinux2014_x86_64.manylinux_2_17_x86_64.whl",
+                "3.12",
+                Platform::Linux64,
+                true,
+            ),
+            (
+                "c-1-cp312-cp312-linux_x86_64.whl",
+                "3.12",
+                Platform::Linux64,
+                true,
+            ),
+            (
+                "c-1-cp312-cp312-musllinux_1_2_aarch64.whl",
+                "3.12",
+                Platform::LinuxAarch64,
+                true,
+            ),
+            (
+                "c-1-cp312-cp312-manylinux_2_28_x86_64.whl",
+                "3.12",
+                Platform::LinuxAarch64,
+                false,
+            ),
+            (
+                "c-1-cp312-cp312-manylinux_2_28_x86_64.whl",
+                "3.13",
+                Platform::Linux64,
+                false,
+            ),
+            (
+                "c-1-cp312-cp312-manylinux_2_28_x86_64.whl",
+                "3.12",
+                Platform::Win64,
+                false,
+            ),
+            (
+                "c-1-cp314-cp314t-win_amd64.whl",
+                "3.14t",
+                Platform::Win64,
+                true,
+            ),
+            (
+                "c-1-cp314-cp314t-win_amd64.whl",
+                "3.14",
+                Platform::Win64,
+                false,
+            ),
+            (
+                "c-1-cp314-cp314-win_amd64.whl",
+                "3.14t",
+                Platform::Win64,
+                false,
+            ),
+            ("c-1-cp38-abi3-win_amd64.whl", "3.12", Platform::Win64, true),
+            (
+                "c-1-cp313-abi3-win_amd64.whl",
+                "3.12",
+                Platform::Win64,
+                false,
+            ),
+            (
+                "c-1-cp38-abi3-win_amd64.whl",
+                "3.14t",
+                Platform::Win64,
+                false,
+            ),
+            (
+                "c-1-py3-none-any.whl",
+                "3.14t",
+                Platform::LinuxAarch64,
+                true,
+            ),
+            ("c-1-py2.py3-none-any.whl", "3.12", Platform::Win64, true),
+            ("c-1-py2-none-any.whl", "3.12", Platform::Win64, false),
+        ];
+        for (name, python, platform, want) in cases {
+            let w: WheelFilename = name.parse().unwrap();
+            assert_eq!(
+                w.fits(py(python), platform),
+                want,
+                "{name} for {python} {platform}"
+            );
+        }
     }
 
     #[test]

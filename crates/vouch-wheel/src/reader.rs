@@ -28,7 +28,8 @@ pub const MAX_MEMBER_SIZE: u64 = 4 << 30;
 /// it bounds the CPU time and temp space a small, highly compressed bomb can cost.
 pub const MAX_TOTAL_SIZE: u64 = 8 << 30;
 
-/// RECORD is the one member parsed in memory. CuPy's is a few hundred KB.
+/// RECORD and METADATA, together, are the members held in memory. CuPy's RECORD is a few
+/// hundred KB, its METADATA a few KB.
 pub const MAX_RECORD_SIZE: u64 = 16 << 20;
 
 /// Entries in one archive: as many as a zip holds without ZIP64. The zip reader, the temp
@@ -77,6 +78,10 @@ pub struct WheelContents {
     pub size: u64,
     /// Regular files in archive order; directory entries are dropped.
     pub members: Vec<Member>,
+    /// The `.dist-info/METADATA` member's bytes (core metadata: name, version,
+    /// `Requires-Dist`), when the wheel has one. Kept while reading, so asking for it costs
+    /// no second pass over the archive.
+    pub metadata: Option<Vec<u8>>,
 }
 
 impl WheelContents {
@@ -682,15 +687,15 @@ pub(crate) fn read_wheel_with<S: Sink>(
                 reason: "not a UTF-8 file name".into(),
             })?;
     let filename: WheelFilename = file_name.parse()?;
-    let is_record = |name: &str| {
+    let is_kept = |name: &str| {
         name.split_once('/').is_some_and(|(top, rest)| {
-            rest == "RECORD"
+            (rest == "RECORD" || rest == "METADATA")
                 && top
                     .strip_suffix(".dist-info")
                     .is_some_and(|d| filename.matches_dist_info(d))
         })
     };
-    let mut streamed = stream_archive(path, &is_record, make_sink)?;
+    let mut streamed = stream_archive(path, &is_kept, make_sink)?;
     let members = std::mem::take(&mut streamed.members);
     let expected = format!("{}-{}.dist-info", filename.name, filename.version);
 
@@ -727,6 +732,7 @@ pub(crate) fn read_wheel_with<S: Sink>(
                 path: path.to_owned(),
                 member: record_path.clone(),
             })?;
+    let metadata = streamed.kept.remove(&format!("{dist_info}/METADATA"));
     streamed.kept.clear();
     let record = Record::parse(&record_data).map_err(|e| WheelError::RecordSyntax {
         path: path.to_owned(),
@@ -813,6 +819,7 @@ pub(crate) fn read_wheel_with<S: Sink>(
             sha256: streamed.sha256,
             size: streamed.size,
             members,
+            metadata,
         },
         streamed,
     ))
@@ -836,6 +843,43 @@ mod tests {
         }
         assert_eq!(unsafe_reason("pkg/sub/"), None);
         assert_eq!(unsafe_reason("pkg/x..y.py"), None);
+    }
+
+    /// METADATA comes back with the checked wheel; a wheel without one reads as `None`.
+    #[test]
+    fn keeps_metadata() {
+        use std::io::Write as _;
+        let dir = tempfile::tempdir().unwrap();
+        let write = |with_metadata: bool| {
+            let path = dir.path().join("p-1.0-py3-none-any.whl");
+            let mut members: Vec<(&str, &[u8])> = vec![("p.py", b"x = 1\n")];
+            if with_metadata {
+                members.push(("p-1.0.dist-info/METADATA", b"Name: p\nVersion: 1.0\n"));
+            }
+            let mut record = String::new();
+            for (name, data) in &members {
+                let digest: [u8; 32] = Sha256::digest(data).into();
+                record.push_str(&format!("{name},{},{}\n", record_hash(&digest), data.len()));
+            }
+            record.push_str("p-1.0.dist-info/RECORD,,\n");
+            let mut w = zip::ZipWriter::new(File::create(&path).unwrap());
+            for (name, data) in members
+                .iter()
+                .copied()
+                .chain([("p-1.0.dist-info/RECORD", record.as_bytes())])
+            {
+                w.start_file(name, zip::write::SimpleFileOptions::default())
+                    .unwrap();
+                w.write_all(data).unwrap();
+            }
+            w.finish().unwrap();
+            read_wheel(&path).unwrap().metadata
+        };
+        assert_eq!(
+            write(true).as_deref(),
+            Some(&b"Name: p\nVersion: 1.0\n"[..])
+        );
+        assert_eq!(write(false), None);
     }
 
     #[test]
