@@ -38,7 +38,7 @@ export PATH="$CARGO_INSTALL_ROOT/bin:/usr/local/bin:/usr/bin:/bin:${CARGO_HOME:-
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$root/target/wheel}
 # scripts/build-wheel.sh's flags, so the dependencies it compiled are reused.
 export RUSTFLAGS=${RUSTFLAGS:---remap-path-prefix=$root=/vouch --remap-path-prefix=${CARGO_HOME:-$HOME/.cargo}=/cargo}
-start=$(date +%s)
+SECONDS=0
 bash -euo pipefail "$tmp/step.sh"
-echo "install-route-source: vouch $VOUCH_REV installed by the generated step in $(( $(date +%s) - start )) s"
+echo "install-route-source: vouch $VOUCH_REV installed by the generated step in ${SECONDS} s"
 "$CARGO_INSTALL_ROOT/bin/vouch" workflows --help >/dev/null
