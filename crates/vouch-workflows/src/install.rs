@@ -278,7 +278,8 @@ mod tests {
         let b = "b".repeat(64);
         let c = "c".repeat(64);
         let matrix = set(&["linux-64", "linux-aarch64", "win-64"]);
-        let cases: &[(&[(&str, &str)], Option<&str>)] = &[
+        type Hashes<'a> = &'a [(&'a str, &'a str)];
+        let cases: &[(Hashes, Option<&str>)] = &[
             (&[("linux-64", &a)], Some("linux-aarch64, win-64")),
             (&[("linux-64", &a), ("win-64", &c)], Some("linux-aarch64")),
             (

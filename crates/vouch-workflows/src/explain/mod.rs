@@ -472,19 +472,14 @@ fn trigger_matches(t: &Trigger, ev: &Event, git_ref: &str) -> bool {
         return false;
     }
     let action = ev.action.as_deref().unwrap_or("");
-    match &t.types {
-        Some(types) => {
-            if !types.iter().any(|x| x == action) {
-                return false;
-            }
-        }
+    let listened = match &t.types {
+        Some(types) => types.iter().any(|x| x == action),
         // GitHub's default activity types for pull-request events.
-        None if same_activity => {
-            if !["opened", "synchronize", "reopened"].contains(&action) {
-                return false;
-            }
-        }
-        None => {}
+        None if same_activity => ["opened", "synchronize", "reopened"].contains(&action),
+        None => true,
+    };
+    if !listened {
+        return false;
     }
     if t.event == "push" && (t.branches.is_some() || t.tags.is_some()) {
         let ok = if let Some(tag) = git_ref.strip_prefix("refs/tags/") {
