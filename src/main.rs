@@ -15,7 +15,7 @@ use clap::Parser as _;
 
 use cli::{Cli, Command};
 use commands::{
-    attest, audit, build, cache, demo, fetch, plan, toolchain, verify, wheel, workflows,
+    attest, audit, build, cache, demo, fetch, plan, pr_run, toolchain, verify, wheel, workflows,
 };
 
 fn main() -> ExitCode {
@@ -47,6 +47,7 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::Fetch(cmd) => fetch::fetch(cmd),
         Command::Install(cmd) => fetch::install(cmd),
         Command::Publish(cmd) => fetch::publish(cmd),
+        Command::PrRun(cmd) => pr_run::run(cmd),
         Command::Audit(args) => audit::audit(args),
         Command::Rebuild(args) => audit::rebuild(args),
         Command::Plan(args) => plan::plan(args),

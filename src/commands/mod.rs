@@ -9,6 +9,7 @@ pub mod cache;
 pub mod demo;
 pub mod fetch;
 pub mod plan;
+pub mod pr_run;
 pub mod toolchain;
 pub mod verify;
 pub mod wheel;

@@ -16,4 +16,5 @@ mod cell;
 mod fetch;
 mod profile;
 mod provenance;
+mod prsign;
 mod wheel;

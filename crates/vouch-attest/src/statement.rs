@@ -1,10 +1,14 @@
 //! in-toto Statement v1 with a SLSA provenance v1 predicate in GitHub's workflow build type,
-//! plus vouch's own claims under `internalParameters.vouch`.
+//! plus vouch's own claims under `internalParameters.vouch`; and, for pull-request builds
+//! signed by the trusted signer workflow, the same statement with vouch's pr-build predicate.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use vouch_core::Sha256Digest;
-use vouch_core::statement::{BUILD_TYPE, PREDICATE_SLSA_V1, STATEMENT_TYPE, VouchClaims};
+use vouch_core::statement::{
+    BUILD_TYPE, PREDICATE_PR_BUILD_V1, PREDICATE_SLSA_V1, PrBuildPredicate, STATEMENT_TYPE,
+    SignedBy, VouchClaims,
+};
 
 use crate::RunContext;
 
@@ -88,6 +92,34 @@ pub fn statement_for(ctx: &RunContext, subjects: Vec<Subject>, claims: &VouchCla
         subject: subjects,
         predicate_type: PREDICATE_SLSA_V1.to_owned(),
         predicate,
+    }
+}
+
+/// The statement a trusted signer makes about one wheel of a pull-request build.
+pub fn pr_build_statement(subject: Subject, predicate: &PrBuildPredicate) -> Statement {
+    Statement {
+        statement_type: STATEMENT_TYPE.to_owned(),
+        subject: vec![subject],
+        predicate_type: PREDICATE_PR_BUILD_V1.to_owned(),
+        predicate: serde_json::to_value(predicate).expect("plain data serializes"),
+    }
+}
+
+/// The signing run as `ctx` describes it, in the certificate's spellings.
+pub fn signed_by(ctx: &RunContext) -> SignedBy {
+    SignedBy {
+        repository: ctx.repository_uri(),
+        workflow: format!(
+            "{}/{}@{}",
+            ctx.repository_uri(),
+            ctx.workflow_path,
+            ctx.git_ref
+        ),
+        git_ref: ctx.git_ref.clone(),
+        sha: ctx.sha.clone(),
+        event: ctx.event_name.clone(),
+        invocation: ctx.invocation_id().unwrap_or_default(),
+        runner_environment: ctx.runner_environment.clone(),
     }
 }
 

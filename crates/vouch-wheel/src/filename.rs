@@ -4,7 +4,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use vouch_core::normalize_dist_name;
+use vouch_core::{ArtifactName, normalize_dist_name};
 
 use crate::WheelError;
 
@@ -63,6 +63,49 @@ impl WheelFilename {
         dir.rsplit_once('-').is_some_and(|(name, version)| {
             normalize_dist_name(name) == self.normalized_name() && version == self.version
         })
+    }
+}
+
+impl WheelFilename {
+    /// Whether this is a wheel of the cell `name` names: its distribution, a tag of its CPython
+    /// (interpreter and ABI, free-threaded or not) and a platform tag its platform builds.
+    /// `Err` says which part does not fit.
+    pub fn fits(&self, name: &ArtifactName) -> Result<(), String> {
+        if self.normalized_name() != name.dist {
+            return Err(format!(
+                "distribution {:?} is not the artifact's {:?}",
+                self.normalized_name(),
+                name.dist
+            ));
+        }
+        let (interp, abi) = (name.python.interpreter_tag(), name.python.abi_tag());
+        if !self
+            .tags()
+            .iter()
+            .any(|t| t.python == interp && t.abi == abi)
+        {
+            return Err(format!(
+                "tags {} include no {interp}-{abi} (Python {})",
+                self.tags()
+                    .iter()
+                    .map(|t| format!("{}-{}", t.python, t.abi))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                name.python
+            ));
+        }
+        if !self
+            .platform
+            .iter()
+            .any(|p| name.platform.accepts_wheel_platform(p))
+        {
+            return Err(format!(
+                "platform tag {} is not one {} builds",
+                self.platform.join("."),
+                name.platform
+            ));
+        }
+        Ok(())
     }
 }
 
@@ -188,6 +231,48 @@ mod tests {
         assert_eq!(c.normalized_name(), "cupy-cuda13x");
         assert!(c.matches_dist_info("cupy_cuda13x-14.2.0"));
         assert!(!c.matches_dist_info("cupy_cuda12x-14.2.0"));
+    }
+
+    #[test]
+    fn fits_the_artifacts_cell() {
+        let sha = "0123456789abcdef0123456789abcdef01234567";
+        let cell = |n: &str| -> ArtifactName { format!("{n}-{sha}").parse().unwrap() };
+        let cases = [
+            (
+                "cupy_cuda13x-14.2.0-cp312-cp312-manylinux_2_28_x86_64.whl",
+                "cupy-cuda13x-py3.12-linux-64-pr7",
+                None,
+            ),
+            (
+                "cupy_cuda13x-14.2.0-cp314-cp314t-win_amd64.whl",
+                "cupy-cuda13x-py3.14t-win-64",
+                None,
+            ),
+            (
+                "cupy_cuda12x-14.2.0-cp312-cp312-manylinux_2_28_x86_64.whl",
+                "cupy-cuda13x-py3.12-linux-64",
+                Some("distribution \"cupy-cuda12x\" is not the artifact's \"cupy-cuda13x\""),
+            ),
+            (
+                "cupy_cuda13x-14.2.0-cp311-cp311-manylinux_2_28_x86_64.whl",
+                "cupy-cuda13x-py3.12-linux-64",
+                Some("tags cp311-cp311 include no cp312-cp312 (Python 3.12)"),
+            ),
+            (
+                "cupy_cuda13x-14.2.0-cp314-cp314-win_amd64.whl",
+                "cupy-cuda13x-py3.14t-win-64",
+                Some("tags cp314-cp314 include no cp314-cp314t (Python 3.14t)"),
+            ),
+            (
+                "cupy_cuda13x-14.2.0-cp312-cp312-manylinux_2_28_aarch64.whl",
+                "cupy-cuda13x-py3.12-linux-64",
+                Some("platform tag manylinux_2_28_aarch64 is not one linux-64 builds"),
+            ),
+        ];
+        for (wheel, artifact, want) in cases {
+            let w: WheelFilename = wheel.parse().unwrap();
+            assert_eq!(w.fits(&cell(artifact)).err().as_deref(), want, "{wheel}");
+        }
     }
 
     #[test]
