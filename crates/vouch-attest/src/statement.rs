@@ -159,4 +159,69 @@ mod tests {
         );
         insta::assert_json_snapshot!(st);
     }
+
+    /// The pr-build statement: one subject, the predicate as given, and `signedBy` in the
+    /// certificate's spellings for the signing run's context.
+    #[test]
+    fn pr_build_statement_and_its_signer() {
+        use vouch_core::statement::{BuildRun, RecordedRequest, ReportedByBuild};
+        let ctx = RunContext {
+            server_url: "https://github.com".into(),
+            repository: "cupy/cupy".into(),
+            workflow_path: ".github/workflows/vouch-sign.yml".into(),
+            git_ref: "refs/heads/main".into(),
+            sha: "5555555555555555555555555555555555555555".into(),
+            event_name: "workflow_run".into(),
+            run_id: Some("900".into()),
+            run_attempt: Some("2".into()),
+            runner_environment: Some("github-hosted".into()),
+            ..RunContext::default()
+        };
+        let signed = signed_by(&ctx);
+        assert_eq!(
+            signed.workflow,
+            "https://github.com/cupy/cupy/.github/workflows/vouch-sign.yml@refs/heads/main"
+        );
+        assert_eq!(
+            signed.invocation,
+            "https://github.com/cupy/cupy/actions/runs/900/attempts/2"
+        );
+        let predicate = PrBuildPredicate {
+            build_run: BuildRun {
+                repository: "cupy/cupy".into(),
+                workflow_path: ".github/workflows/vouch-build.yml".into(),
+                workflow_id: 11,
+                run_id: 700,
+                run_attempt: 1,
+                event: "pull_request".into(),
+                head_sha: "1111111111111111111111111111111111111111".into(),
+                head_repository: "contributor/cupy".into(),
+                conclusion: "success".into(),
+                artifact_id: 2002,
+                artifact_name: "unsigned-a".into(),
+            },
+            request: RecordedRequest {
+                pr: 7,
+                comment_id: 99,
+                author: "maintainer".into(),
+                author_association: "MEMBER".into(),
+                head_sha: "1111111111111111111111111111111111111111".into(),
+                base_ref: "main".into(),
+                base_sha: "5555555555555555555555555555555555555555".into(),
+                recorded_by_run: 650,
+            },
+            reported_by_build: ReportedByBuild::default(),
+            signed_by: Some(signed),
+        };
+        let st = pr_build_statement(
+            Subject::sha256("w.whl", &Sha256Digest::of(b"wheel")),
+            &predicate,
+        );
+        assert_eq!(st.predicate_type, PREDICATE_PR_BUILD_V1);
+        assert_eq!(st.subject.len(), 1);
+        assert_eq!(
+            serde_json::from_value::<PrBuildPredicate>(st.predicate).unwrap(),
+            predicate
+        );
+    }
 }

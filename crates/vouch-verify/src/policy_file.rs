@@ -195,6 +195,17 @@ mod tests {
             (p.run_id.as_deref(), p.pr, p.cell.as_deref()),
             (Some("12"), Some(7), Some("c1"))
         );
+        let f: PolicyFile = toml::from_str(
+            "predicate_type = \"pr-build\"\npr_build_workflow = \".github/workflows/vouch-build.yml\"\n",
+        )
+        .unwrap();
+        let mut p = Policy::default();
+        f.default.apply(&mut p);
+        assert_eq!(p.predicate_type, crate::PREDICATE_PR_BUILD_V1);
+        assert_eq!(
+            p.pr_build_workflow.as_deref(),
+            Some(".github/workflows/vouch-build.yml")
+        );
         let err = toml::from_str::<PolicyFile>("repo = \"x\"").unwrap_err();
         assert!(err.message().contains("unknown field `repo`"), "{err}");
     }
