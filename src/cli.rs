@@ -736,7 +736,8 @@ pub struct FetchArgs {
     /// wait.
     #[arg(long, default_value_t = 900, value_name = "SECONDS")]
     pub wait_for_run: u64,
-    /// The producing run's event: `push`, `pull_request`, `workflow_dispatch` or `schedule`.
+    /// The build's event: `push`, `pull_request` (signed by the signer workflow),
+    /// `workflow_dispatch` or `schedule`.
     #[arg(long)]
     pub event: Option<String>,
     /// The commit under test, 40 hex (for PR builds, the PR head).
