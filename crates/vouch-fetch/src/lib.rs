@@ -245,10 +245,18 @@ pub async fn fetch(
     let deadline = Instant::now() + exp.wait_for_run;
     let located = locate::locate(source, exp).await?;
     let trust = cfg.trust.load().map_err(FetchError::Trust)?;
+    let run = Fetch {
+        source,
+        exp,
+        cfg,
+        trust: &trust,
+        producer: &located.producer,
+        out,
+        deadline,
+    };
     let mut rejected = Vec::new();
     for artifact in &located.candidates {
-        let producer = &located.producer;
-        match candidate(source, exp, cfg, &trust, producer, artifact, out, deadline).await {
+        match run.candidate(artifact).await {
             Ok((run_id, wheels)) => {
                 return Ok(FetchReport {
                     artifact_name: exp.artifact_name.clone(),
@@ -272,41 +280,48 @@ pub async fn fetch(
     })
 }
 
-/// Every stage after locate, for one candidate: its run id and the wheels written to `out`.
-#[allow(clippy::too_many_arguments)]
-async fn candidate(
-    source: &dyn ArtifactSource,
-    exp: &Expectation,
-    cfg: &VerifyConfig,
-    trust: &Trust,
-    producer: &Producer,
-    artifact: &Artifact,
-    out: &Path,
+/// What every candidate of one fetch is held to.
+struct Fetch<'a> {
+    source: &'a dyn ArtifactSource,
+    exp: &'a Expectation,
+    cfg: &'a VerifyConfig,
+    trust: &'a Trust,
+    producer: &'a Producer,
+    out: &'a Path,
+    /// When waiting for a producing run to complete stops, for all candidates together.
     deadline: Instant,
-) -> Result<(u64, Vec<FetchedWheel>), Stop> {
-    let id = artifact.id;
-    let run_id = locate::screen(artifact, exp)?;
-    let run = wait::until_completed(source, &exp.repo, run_id, deadline).await?;
-    if run.status != "completed" {
-        let e = PinError::NotCompleted {
-            status: run.status.clone(),
-            waited: exp.wait_for_run.as_secs(),
-        };
-        return Err(reject(id, Some(run_id), RejectKind::Pin, e.to_string()).into());
+}
+
+impl Fetch<'_> {
+    /// Every stage after locate, for one candidate: its run id and the wheels written to
+    /// `out`.
+    async fn candidate(&self, artifact: &Artifact) -> Result<(u64, Vec<FetchedWheel>), Stop> {
+        let (source, exp) = (self.source, self.exp);
+        let id = artifact.id;
+        let run_id = locate::screen(artifact, exp)?;
+        let run = wait::until_completed(source, &exp.repo, run_id, self.deadline).await?;
+        if run.status != "completed" {
+            let e = PinError::NotCompleted {
+                status: run.status.clone(),
+                waited: exp.wait_for_run.as_secs(),
+            };
+            return Err(reject(id, Some(run_id), RejectKind::Pin, e.to_string()).into());
+        }
+        pin(&run, artifact, exp, self.producer)
+            .map_err(|e| reject(id, Some(run_id), RejectKind::Pin, e.to_string()))?;
+        let dl = download::download(source, exp, artifact, run_id).await?;
+        let files = extract_safely(
+            &dl.zip,
+            &dl.work.path().join("x"),
+            &ExtractLimits::default(),
+        )
+        .map_err(|reason| reject(id, Some(run_id), RejectKind::Archive, reason))?;
+        let pairs = pair::pair(&files)
+            .map_err(|e| reject(id, Some(run_id), RejectKind::Verify, e.to_string()))?;
+        let verified =
+            verify::verify_all(pairs, id, exp, run_id, self.producer, self.cfg, self.trust)?;
+        Ok((run_id, commit::commit(self.out, verified)?))
     }
-    pin(&run, artifact, exp, producer)
-        .map_err(|e| reject(id, Some(run_id), RejectKind::Pin, e.to_string()))?;
-    let dl = download::download(source, exp, artifact, run_id).await?;
-    let files = extract_safely(
-        &dl.zip,
-        &dl.work.path().join("x"),
-        &ExtractLimits::default(),
-    )
-    .map_err(|reason| reject(id, Some(run_id), RejectKind::Archive, reason))?;
-    let pairs = pair::pair(&files)
-        .map_err(|e| reject(id, Some(run_id), RejectKind::Verify, e.to_string()))?;
-    let verified = verify::verify_all(pairs, id, exp, run_id, producer, cfg, trust)?;
-    Ok((run_id, commit::commit(out, verified)?))
 }
 
 fn error_chain(e: &dyn std::error::Error) -> String {
