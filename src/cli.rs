@@ -68,6 +68,10 @@ pub enum Command {
     /// or a GitHub `repository_dispatch`.
     #[command(subcommand)]
     Dispatch(DispatchCommand),
+    /// The trusted signer of pull-request builds (what vouch-sign.yml runs): pin a finished
+    /// build run and its /test request through the GitHub API, then sign its cells' wheels.
+    #[command(subcommand, name = "pr-run")]
+    PrRun(PrRunCommand),
     /// The scoped compiler cache: gateway, environment, counters, credential check.
     #[command(subcommand)]
     Cache(CacheCommand),
@@ -515,16 +519,26 @@ pub struct PolicyArgs {
     /// [default: github-hosted]
     #[arg(long, value_name = "KIND")]
     pub runner: Option<String>,
-    /// Predicate type: `slsa` (SLSA provenance v1), `pep740` (PyPI publish v1), or a URI.
+    /// Predicate type: `slsa` (SLSA provenance v1), `pep740` (PyPI publish v1), `pr-build`
+    /// (a pull-request build signed by the signer workflow: give --signer-workflow with its
+    /// @ref, and --pr, --pr-head-sha, --pr-build-workflow), or a URI.
     /// [default: slsa]
     #[arg(long, value_name = "TYPE")]
     pub predicate_type: Option<String>,
+    /// With `--predicate-type pr-build`: the PR head commit the build run must have built
+    /// (40 hex).
+    #[arg(long, value_name = "SHA", value_parser = parse_commit_sha)]
+    pub pr_head_sha: Option<String>,
+    /// With `--predicate-type pr-build`: the workflow file that must have run the build, e.g.
+    /// `.github/workflows/vouch-build.yml`.
+    #[arg(long, value_name = "PATH")]
+    pub pr_build_workflow: Option<String>,
     /// A TOML policy file: defaults, and `[[project]]` entries per distribution name. Flags
     /// given on the command line win.
     #[arg(long, value_name = "FILE")]
     pub policy: Option<PathBuf>,
     /// Pull request the build must be for: the certificate's ref must be `refs/pull/N/merge`
-    /// and the vouch statement must claim N.
+    /// and the vouch statement must claim N (pr-build: the statement's request must be for N).
     #[arg(long, value_name = "N")]
     pub pr: Option<u64>,
     /// Matrix cell the vouch statement must claim.
@@ -598,6 +612,19 @@ pub struct AttestArgs {
     /// Where to write the Sigstore bundle (`.sigstore.json`).
     #[arg(long, value_name = "BUNDLE")]
     pub out: PathBuf,
+    #[command(flatten)]
+    pub signer: SignerArgs,
+    #[command(flatten)]
+    pub context: ContextArgs,
+    #[command(flatten)]
+    pub claims: ClaimArgs,
+    #[command(flatten)]
+    pub common: Common,
+}
+
+/// Who signs, for `attest` and `pr-run sign`.
+#[derive(Args, Debug)]
+pub struct SignerArgs {
     /// `sigstore` (keyless: OIDC token -> Fulcio -> Rekor) or `key:PATH` (PKCS#8 P-256 PEM).
     #[arg(long, default_value = "sigstore")]
     pub signer: String,
@@ -611,12 +638,6 @@ pub struct AttestArgs {
     /// is read and deleted as soon as the command line is parsed, whatever fails later.
     #[arg(long, value_name = "FILE", value_parser = take_oidc_token_file)]
     pub oidc_token_file: Option<OidcTokenFile>,
-    #[command(flatten)]
-    pub context: ContextArgs,
-    #[command(flatten)]
-    pub claims: ClaimArgs,
-    #[command(flatten)]
-    pub common: Common,
 }
 
 /// An OIDC token read from `--oidc-token-file` (the file is gone by then).
@@ -737,10 +758,22 @@ pub struct FetchArgs {
     /// `OWNER/NAME` whose workflow must have built the artifact.
     #[arg(long, value_name = "OWNER/NAME")]
     pub repo: Option<String>,
-    /// The producing workflow file.
-    #[arg(long, default_value = ".github/workflows/ci.yml", value_name = "PATH")]
+    /// The build workflow file. A push build's artifact comes from its run; a pull-request
+    /// build's artifact comes from the signer workflow's run, whose statement must name a run
+    /// of this workflow.
+    #[arg(long, default_value = vouch_fetch::DEFAULT_BUILD_WORKFLOW, value_name = "PATH")]
     pub workflow: String,
-    /// The producing run's event: `push`, `pull_request`, `workflow_dispatch` or `schedule`.
+    /// The workflow that signs pull-request builds (`workflow_run`, from the default branch):
+    /// a PR build's artifact must come from its run, signed by it at the default branch.
+    #[arg(long, default_value = vouch_fetch::DEFAULT_SIGNER_WORKFLOW, value_name = "PATH")]
+    pub signer_workflow: String,
+    /// Wait up to this long for the producing run to complete (tests dispatched from inside
+    /// a run may start before it ends); a run that failed is refused all the same. 0: do not
+    /// wait.
+    #[arg(long, default_value_t = 900, value_name = "SECONDS")]
+    pub wait_for_run: u64,
+    /// The build's event: `push`, `pull_request` (signed by the signer workflow),
+    /// `workflow_dispatch` or `schedule`.
     #[arg(long)]
     pub event: Option<String>,
     /// The commit under test, 40 hex (for PR builds, the PR head).
@@ -971,4 +1004,82 @@ pub struct PublishCmd {
     pub sha: String,
     #[arg(long)]
     pub pr: Option<u64>,
+    /// The branch the run's head is on (a signer run's: the default branch).
+    #[arg(long, value_name = "BRANCH")]
+    pub head_branch: Option<String>,
+    /// The repository's default branch, recorded when the store has no repository.json yet.
+    #[arg(long, default_value = "main", value_name = "BRANCH")]
+    pub default_branch: String,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum PrRunCommand {
+    /// Check a finished pull-request build run, its /test request and its pull request through
+    /// the API; write the matrix of its artifacts to sign and the request it was built for.
+    Pin(PrRunPinArgs),
+    /// Pin again, then download one artifact of the run by id and sign exactly its one wheel
+    /// with a pr-build statement.
+    Sign(PrRunSignArgs),
+}
+
+/// What `pr-run pin` and `pr-run sign` pin.
+#[derive(Args, Debug)]
+pub struct PrRunArgs {
+    /// `OWNER/NAME` of the base repository.
+    #[arg(long, value_name = "OWNER/NAME")]
+    pub repo: String,
+    /// The build run (`github.event.workflow_run.id`).
+    #[arg(long, value_name = "ID")]
+    pub run_id: u64,
+    /// File holding the GitHub token (Actions: read). It is read, then deleted (unless
+    /// --keep-token-file), as soon as the command line is parsed.
+    #[arg(long, value_name = "FILE", value_parser = take_token_file)]
+    pub token_file: Option<TokenFile>,
+    /// Leave the --token-file in place (for a later step that needs it too).
+    #[arg(long, requires = "token_file")]
+    pub keep_token_file: bool,
+    /// GitHub API base URL (GitHub Enterprise, tests) [default: https://api.github.com].
+    #[arg(long, value_name = "URL")]
+    pub api_url: Option<String>,
+    /// The workflow whose pull_request runs are signed.
+    #[arg(long, default_value = vouch_fetch::DEFAULT_BUILD_WORKFLOW, value_name = "PATH")]
+    pub build_workflow: String,
+    /// The workflow whose default-branch issue_comment runs record /test requests.
+    #[arg(
+        long,
+        default_value = ".github/workflows/vouch-trigger.yml",
+        value_name = "PATH"
+    )]
+    pub trigger_workflow: String,
+}
+
+#[derive(Args, Debug)]
+pub struct PrRunPinArgs {
+    #[command(flatten)]
+    pub run: PrRunArgs,
+    /// Also write the matrix (`{"include":[{"artifact":NAME},...]}`) to this file.
+    #[arg(long, value_name = "FILE")]
+    pub matrix_out: Option<PathBuf>,
+    /// Write the pinned request record (event.json, request.json) into this directory.
+    #[arg(long, value_name = "DIR")]
+    pub request_out: Option<PathBuf>,
+    /// Print a JSON report on stdout instead of the matrix.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct PrRunSignArgs {
+    #[command(flatten)]
+    pub run: PrRunArgs,
+    /// The artifact to sign, as the matrix names it (without `unsigned-`).
+    #[arg(long, value_name = "NAME")]
+    pub artifact: String,
+    /// Where the wheel and `<NAME>.sigstore.json` go.
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    #[command(flatten)]
+    pub signer: SignerArgs,
+    #[arg(long)]
+    pub json: bool,
 }

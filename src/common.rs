@@ -7,7 +7,7 @@ use anyhow::Context as _;
 use vouch_cache::{ScopePolicy, Trigger};
 use vouch_verify::{Accept, Policy, TrustRootSource, TrustSpec};
 
-use crate::cli::{BuildEnvArgs, PolicyArgs, ScopeArgs, ToolEnvArgs};
+use crate::cli::{BuildEnvArgs, PolicyArgs, ScopeArgs, SignerArgs, ToolEnvArgs};
 use crate::output;
 
 /// Bad flag combinations found after parsing; exit 2 like clap's own.
@@ -268,6 +268,8 @@ impl PolicyArgs {
             run_id: self.run_id,
             pr: self.pr,
             cell: self.cell.clone(),
+            pr_head_sha: self.pr_head_sha.clone(),
+            pr_build_workflow: self.pr_build_workflow.clone(),
         }
     }
 
@@ -317,6 +319,68 @@ impl PolicyArgs {
         }
         Ok(p)
     }
+}
+
+impl SignerArgs {
+    /// The signer these flags name, checked: flags only keyless signing uses are refused with
+    /// another signer, never ignored.
+    pub fn spec(&self) -> anyhow::Result<vouch_attest::SignerSpec> {
+        let spec: vouch_attest::SignerSpec = self
+            .signer
+            .parse()
+            .map_err(|e| usage(format!("--signer {e}")))?;
+        if !spec.kind().keyless {
+            let keyless_only: Vec<&str> = [
+                ("--fulcio-url", self.fulcio_url.is_some()),
+                ("--rekor-url", self.rekor_url.is_some()),
+                ("--oidc-token-file", self.oidc_token_file.is_some()),
+            ]
+            .into_iter()
+            .filter_map(|(flag, given)| given.then_some(flag))
+            .collect();
+            if !keyless_only.is_empty() {
+                return Err(usage(format!(
+                    "{} only apply to keyless signing (--signer sigstore), not to --signer {}",
+                    keyless_only.join(", "),
+                    self.signer
+                )));
+            }
+        }
+        Ok(spec)
+    }
+
+    /// The signer `spec` names, built (a key read and checked, a token parsed).
+    pub fn build(
+        &self,
+        spec: &vouch_attest::SignerSpec,
+    ) -> anyhow::Result<Box<dyn vouch_attest::Signer>> {
+        let oidc_token = match &self.oidc_token_file {
+            Some(f) => Some(
+                vouch_attest::token_from_jwt(secrecy::ExposeSecret::expose_secret(&f.jwt))
+                    .with_context(|| format!("the OIDC token from {:?}", f.path))?,
+            ),
+            None => None,
+        };
+        Ok(spec.signer(vouch_attest::SignerInputs {
+            fulcio_url: self.fulcio_url.clone(),
+            rekor_url: self.rekor_url.clone(),
+            oidc_token,
+        })?)
+    }
+}
+
+/// The GitHub Actions run this process runs in, from `GITHUB_*`; `None` outside Actions.
+pub fn github_run_context() -> anyhow::Result<Option<vouch_attest::RunContext>> {
+    if !vouch_core::ci::in_github_actions() {
+        return Ok(None);
+    }
+    let env: std::collections::BTreeMap<String, String> = std::env::vars()
+        .filter(|(k, _)| k.starts_with("GITHUB_") || k == "RUNNER_ENVIRONMENT")
+        .collect();
+    Ok(Some(
+        vouch_attest::RunContext::from_github_env(&env)
+            .context("reading the GitHub Actions run context")?,
+    ))
 }
 
 /// A `--key` file's text, checked to be a PEM public key before anything else is done (and

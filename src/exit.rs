@@ -45,7 +45,7 @@ pub const TABLE: &[(Status, &str)] = &[
     ),
     (
         Status::InvalidInput,
-        "invalid input: malformed wheel, wheel filename, artifact name, project, profile, policy file, key, run context, or a dispatch's event or projects file",
+        "invalid input: malformed wheel, wheel filename, artifact name, project, profile, policy file, key, run context, or a dispatch's event or projects file; `pr-run`: a request record that is not one, or an artifact that does not hold exactly its cell's one wheel",
     ),
     (
         Status::BuildFailed,
@@ -91,15 +91,15 @@ pub const TABLE: &[(Status, &str)] = &[
     ),
     (
         Status::NoRun,
-        "`fetch`/`install`: no artifact of that name comes from the expected run (or none exists)",
+        "`fetch`/`install`: no artifact of that name comes from the expected run (or none exists); `pr-run`: the build run, its /test request or its pull request is not one to sign (each reason printed)",
     ),
     (
         Status::Download,
-        "`fetch`/`install`: API or download failure (expired, truncated, digest mismatch, retries exhausted, bad token); `toolchain install`: the download or `pip download` failed (pip's own hash check included)",
+        "`fetch`/`install`/`pr-run`: API or download failure (expired, truncated, digest mismatch, retries exhausted, bad token); `toolchain install`: the download or `pip download` failed (pip's own hash check included)",
     ),
     (
         Status::UnsafeArchive,
-        "`fetch`/`install`/`toolchain install`: unsafe archive (traversal, absolute name, link, too many members, bomb)",
+        "`fetch`/`install`/`pr-run`/`toolchain install`: unsafe archive (traversal, absolute name, link, too many members, bomb)",
     ),
     (
         Status::InstallFailed,
@@ -107,7 +107,7 @@ pub const TABLE: &[(Status, &str)] = &[
     ),
     (
         Status::Signing,
-        "`attest`: signing failed (no OIDC token, Fulcio or Rekor refused or unreachable)",
+        "`attest`/`pr-run sign`: signing failed (no OIDC token, Fulcio or Rekor refused or unreachable)",
     ),
     (
         Status::Internal,
@@ -233,6 +233,8 @@ static CLASSIFIERS: &[(&str, Classifier)] = classifiers![
     vouch_attest::UnknownSigner,
     vouch_fetch::PinError,
     vouch_fetch::UnknownSource,
+    vouch_prrun::PrRunError,
+    vouch_prrun::Refusal,
     vouch_workflows::Error,
     vouch_workflows::explain::expr::ExprError,
     vouch_dispatch::DispatchError,
@@ -461,8 +463,8 @@ always! {
     Environment: vouch_cache::ToolError;
     Download: vouch_github::GithubError;
     // A pin failure becomes a rejected candidate; alone it means no artifact comes from the
-    // expected run.
-    NoRun: vouch_fetch::PinError;
+    // expected run. A signer's refusal: the run is not one to sign.
+    NoRun: vouch_fetch::PinError, vouch_prrun::Refusal;
     Io: vouch_fs::seal::SealError, std::io::Error;
 }
 
@@ -482,6 +484,22 @@ impl Classify for vouch_attest::SignerError {
         match self {
             vouch_attest::SignerError::ReadKey { .. } => Some(Status::Io),
             vouch_attest::SignerError::Sign(e) => e.status(),
+        }
+    }
+}
+
+impl Classify for vouch_prrun::PrRunError {
+    fn status(&self) -> Option<Status> {
+        use vouch_prrun::PrRunError as P;
+        match self {
+            P::Github(_) | P::Download { .. } => Some(Status::Download),
+            P::Fetch(e) => Some(failure_status(e)),
+            P::Refused { .. } => Some(Status::NoRun),
+            P::Request { .. } | P::Cell { .. } => Some(Status::InvalidInput),
+            P::Archive { .. } => Some(Status::UnsafeArchive),
+            P::Sign(e) => e.status(),
+            P::Bundle(_) => Some(Status::Internal),
+            P::Io { .. } => Some(Status::Io),
         }
     }
 }
@@ -733,6 +751,27 @@ mod tests {
                 }
                 .into(),
                 Status::InstallFailed,
+            ),
+            (
+                vouch_prrun::PrRunError::Refused {
+                    run: 7,
+                    refusal: vouch_prrun::Refusal::NoOpenPull { head: "f:b".into() },
+                }
+                .into(),
+                Status::NoRun,
+            ),
+            (
+                vouch_prrun::PrRunError::Cell {
+                    artifact: "a".into(),
+                    artifact_id: 1,
+                    reason: "two wheels".into(),
+                }
+                .into(),
+                Status::InvalidInput,
+            ),
+            (
+                vouch_prrun::PrRunError::Sign(vouch_attest::SignError::NoAmbientToken).into(),
+                Status::Signing,
             ),
         ];
         for (err, want) in cases {

@@ -15,7 +15,7 @@ use clap::Parser as _;
 
 use cli::{Cli, Command};
 use commands::{
-    attest, audit, build, cache, demo, dispatch, fetch, plan, toolchain, verify, wheel, workflows,
+    attest, audit, build, cache, demo, dispatch, fetch, plan, pr_run, toolchain, verify, wheel, workflows,
 };
 
 fn main() -> ExitCode {
@@ -48,6 +48,7 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::Install(cmd) => fetch::install(cmd),
         Command::Publish(cmd) => fetch::publish(cmd),
         Command::Dispatch(cmd) => dispatch::run(cmd),
+        Command::PrRun(cmd) => pr_run::run(cmd),
         Command::Audit(args) => audit::audit(args),
         Command::Rebuild(args) => audit::rebuild(args),
         Command::Plan(args) => plan::plan(args),

@@ -1,11 +1,10 @@
 //! `vouch attest` and `vouch keygen`.
 
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context as _;
-use vouch_attest::{RunContext, SignerInputs, SignerSpec, Subject, VouchClaims, statement_for};
+use vouch_attest::{RunContext, Subject, VouchClaims, statement_for};
 
 use crate::cli::{AttestArgs, ClaimArgs, ContextArgs, KeygenArgs};
 use crate::common::{hash_file, usage, write_atomically};
@@ -47,10 +46,8 @@ fn run_context(args: &ContextArgs, claims: &ClaimArgs) -> anyhow::Result<RunCont
                 ignored.join(", ")
             )));
         }
-        let env: BTreeMap<String, String> = std::env::vars()
-            .filter(|(k, _)| k.starts_with("GITHUB_") || k == "RUNNER_ENVIRONMENT")
-            .collect();
-        return RunContext::from_github_env(&env).context("reading the GitHub Actions run context");
+        return crate::common::github_run_context()?
+            .ok_or_else(|| anyhow::anyhow!("in GitHub Actions, yet no run context"));
     }
     let repository = args
         .repo
@@ -127,27 +124,7 @@ fn run_context(args: &ContextArgs, claims: &ClaimArgs) -> anyhow::Result<RunCont
 }
 
 pub fn run(args: AttestArgs) -> anyhow::Result<ExitCode> {
-    let spec: SignerSpec = args
-        .signer
-        .parse()
-        .map_err(|e| usage(format!("--signer {e}")))?;
-    if !spec.kind().keyless {
-        let keyless_only: Vec<&str> = [
-            ("--fulcio-url", args.fulcio_url.is_some()),
-            ("--rekor-url", args.rekor_url.is_some()),
-            ("--oidc-token-file", args.oidc_token_file.is_some()),
-        ]
-        .into_iter()
-        .filter_map(|(flag, given)| given.then_some(flag))
-        .collect();
-        if !keyless_only.is_empty() {
-            return Err(usage(format!(
-                "{} only apply to keyless signing (--signer sigstore), not to --signer {}",
-                keyless_only.join(", "),
-                args.signer
-            )));
-        }
-    }
+    let spec = args.signer.spec()?;
     let ctx = run_context(&args.context, &args.claims)?;
     let mut subjects = Vec::new();
     for f in &args.files {
@@ -168,19 +145,7 @@ pub fn run(args: AttestArgs) -> anyhow::Result<ExitCode> {
     };
     let statement = statement_for(&ctx, subjects, &claims);
 
-    let oidc_token = match &args.oidc_token_file {
-        Some(f) => Some(
-            vouch_attest::token_from_jwt(secrecy::ExposeSecret::expose_secret(&f.jwt))
-                .with_context(|| format!("the OIDC token from {:?}", f.path))?,
-        ),
-        None => None,
-    };
-    let inputs = SignerInputs {
-        fulcio_url: args.fulcio_url.clone(),
-        rekor_url: args.rekor_url.clone(),
-        oidc_token,
-    };
-    let signer = spec.signer(inputs)?;
+    let signer = args.signer.build(&spec)?;
     let bundle = crate::common::runtime()?.block_on(signer.sign(&statement))?;
     let json = bundle.to_json_pretty().context("serializing the bundle")?;
     write_atomically(&args.out, json.as_bytes())?;

@@ -50,14 +50,20 @@ pub fn audit(args: AuditArgs) -> anyhow::Result<ExitCode> {
         for r in &rows {
             let name = r.file.display();
             match r.verdict {
-                Verdict::Verified => output::data(format!(
-                    "verified     {name}  {} {} {} {} ({})",
-                    r.repository.as_deref().unwrap_or("-"),
-                    r.git_ref.as_deref().unwrap_or("-"),
-                    r.commit.as_deref().unwrap_or("-"),
-                    r.run.as_deref().unwrap_or("-"),
-                    r.predicate_type.as_deref().unwrap_or("-")
-                )),
+                Verdict::Verified => output::data(match r.pr_build_summary() {
+                    Some(summary) => format!(
+                        "verified     {name}  {summary} ({})",
+                        r.predicate_type.as_deref().unwrap_or("-")
+                    ),
+                    None => format!(
+                        "verified     {name}  {} {} {} {} ({})",
+                        r.repository.as_deref().unwrap_or("-"),
+                        r.git_ref.as_deref().unwrap_or("-"),
+                        r.commit.as_deref().unwrap_or("-"),
+                        r.run.as_deref().unwrap_or("-"),
+                        r.predicate_type.as_deref().unwrap_or("-")
+                    ),
+                }),
                 Verdict::Failed => output::data(format!(
                     "FAILED       {name}  {}",
                     r.reason.as_deref().unwrap_or("")

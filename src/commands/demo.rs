@@ -82,7 +82,9 @@ fn publish_and_install(
         workflow_path: DEMO_WORKFLOW.into(),
         event: "push".into(),
         head_sha: DEMO_COMMIT.into(),
+        head_branch: Some("main".into()),
         pr: None,
+        default_branch: "main".into(),
     };
     vouch_fetch::publish(
         &store,
@@ -100,11 +102,13 @@ fn publish_and_install(
     let exp = vouch_fetch::Expectation {
         repo: DEMO_REPO.into(),
         workflow: DEMO_WORKFLOW.into(),
+        signer_workflow: vouch_fetch::DEFAULT_SIGNER_WORKFLOW.into(),
         event: "push".into(),
         sha: DEMO_COMMIT.into(),
         pr: None,
         artifact_name: name,
         cell: None,
+        wait_for_run: Duration::ZERO,
     };
     let cfg = vouch_fetch::VerifyConfig {
         trust: vouch_verify::TrustSpec {

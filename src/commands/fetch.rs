@@ -88,11 +88,13 @@ impl FetchArgs {
         Ok(Expectation {
             repo,
             workflow: self.workflow.clone(),
+            signer_workflow: self.signer_workflow.clone(),
             event,
             sha,
             pr,
             artifact_name,
             cell: self.cell.clone(),
+            wait_for_run: std::time::Duration::from_secs(self.wait_for_run),
         })
     }
 
@@ -156,10 +158,22 @@ impl FetchArgs {
 fn do_fetch(args: &FetchArgs, out: &Path) -> anyhow::Result<FetchReport> {
     let exp = args.expectation()?;
     let cfg = args.verify_config()?;
-    output::note(format!(
-        "looking for {} from {} ({} of {})",
-        exp.artifact_name, exp.workflow, exp.event, exp.repo
-    ));
+    output::note(if exp.signed_by_signer() {
+        format!(
+            "looking for {} signed by {} (a {} build of {} by {} of {})",
+            exp.artifact_name,
+            exp.signer_workflow,
+            exp.event,
+            exp.pr.map_or_else(String::new, |n| format!("#{n}")),
+            exp.workflow,
+            exp.repo
+        )
+    } else {
+        format!(
+            "looking for {} from {} ({} of {})",
+            exp.artifact_name, exp.workflow, exp.event, exp.repo
+        )
+    });
     let spinner = output::spinner(format!("fetching {}", exp.artifact_name));
     let source = args.source(&spinner)?;
     let rt = crate::common::runtime()?;
@@ -333,7 +347,9 @@ pub fn publish(cmd: PublishCmd) -> anyhow::Result<ExitCode> {
         workflow_path: cmd.workflow,
         event: cmd.event,
         head_sha: cmd.sha,
+        head_branch: cmd.head_branch,
         pr: cmd.pr,
+        default_branch: cmd.default_branch,
     };
     let id = vouch_fetch::publish(&cmd.store, &cmd.name, &run, &cmd.files)?;
     output::data(format!(

@@ -10,6 +10,7 @@ pub mod demo;
 pub mod dispatch;
 pub mod fetch;
 pub mod plan;
+pub mod pr_run;
 pub mod toolchain;
 pub mod verify;
 pub mod wheel;

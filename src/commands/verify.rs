@@ -140,6 +140,38 @@ fn print_verified(what: &str, v: &Verified) {
         ));
     }
     output::data(format!("  predicate:  {}", v.statement.predicate_type));
+    if let Some(p) = &v.statement.pr_build {
+        let (run, req) = (&p.build_run, &p.request);
+        output::data(format!(
+            "  built by:   run {} (attempt {}) of {}, pull_request of {} at {} (artifact {})",
+            run.run_id,
+            run.run_attempt,
+            run.workflow_path,
+            run.head_repository,
+            run.head_sha,
+            run.artifact_name
+        ));
+        output::data(format!(
+            "  request:    #{} /test by {} ({}), comment {}, base {} at {}, recorded by run {}",
+            req.pr,
+            req.author,
+            req.author_association,
+            req.comment_id,
+            req.base_ref,
+            req.base_sha,
+            req.recorded_by_run
+        ));
+        let r = &p.reported_by_build;
+        let opt = |o: &Option<String>| o.clone().unwrap_or_else(|| "-".into());
+        output::data(format!(
+            "  reported:   cell {}, inputs {}, epoch {}, cache scope {} (by the build itself, not verified)",
+            opt(&r.cell),
+            opt(&r.inputs_digest),
+            r.source_date_epoch
+                .map_or_else(|| "-".to_owned(), |e| e.to_string()),
+            opt(&r.cache_scope)
+        ));
+    }
     let c = &v.checks;
     let mark = |b: bool| if b { "ok" } else { "not checked" };
     output::data(format!(

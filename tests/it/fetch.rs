@@ -12,7 +12,6 @@ use vouch_testsig::{GithubClaims, LocalSigstore};
 
 const REPO: &str = "cupy/cupy";
 const HEAD: &str = "1111111111111111111111111111111111111111";
-const MERGE: &str = "2222222222222222222222222222222222222222";
 const TOKEN: &str = "ghp_TestTokenThatMustNeverAppear0123456789";
 const WF_ID: u64 = 161335;
 const WHEEL: &str = "cupy_cuda13x-14.2.0-cp312-cp312-manylinux_2_28_x86_64.whl";
@@ -25,12 +24,9 @@ struct World {
 }
 
 /// Claims for a build of `cupy/cupy` by `workflow` (file name), as `event`.
-fn claims(event: &str, workflow: &str, run: u64, pr: Option<u64>) -> GithubClaims {
-    let mut c = GithubClaims::push(REPO, if pr.is_some() { MERGE } else { HEAD });
+fn claims(event: &str, workflow: &str, run: u64) -> GithubClaims {
+    let mut c = GithubClaims::push(REPO, HEAD);
     c.event_name = event.into();
-    if let Some(n) = pr {
-        c.git_ref = format!("refs/pull/{n}/merge");
-    }
     c.workflow_ref = format!("{REPO}/.github/workflows/{workflow}@{}", c.git_ref);
     c.job_workflow_ref = c.workflow_ref.clone();
     c.run_id = run.to_string();
@@ -53,38 +49,14 @@ impl World {
     }
 
     /// A wheel (bytes) and its keyless bundle, signed as the run described by `c`.
-    fn signed(
-        &self,
-        tag: &str,
-        c: &GithubClaims,
-        pr: Option<u64>,
-        data: &[u8],
-    ) -> (PathBuf, PathBuf) {
-        self.signed_as(
-            tag,
-            c,
-            pr.map(|n| (n, HEAD)),
-            data,
-            &["--cell", "cuda13x-py3.12-linux-64"],
-        )
-    }
-
-    /// `signed`, with the event naming `pr` as (number, head commit) and `extra` attest flags.
-    fn signed_as(
-        &self,
-        tag: &str,
-        c: &GithubClaims,
-        pr: Option<(u64, &str)>,
-        data: &[u8],
-        extra: &[&str],
-    ) -> (PathBuf, PathBuf) {
+    fn signed(&self, tag: &str, c: &GithubClaims, data: &[u8]) -> (PathBuf, PathBuf) {
         let d = self.dir.path().join(format!("build-{tag}"));
         std::fs::create_dir_all(&d).unwrap();
         let wheel = d.join(WHEEL);
         std::fs::write(&wheel, data).unwrap();
         let bundle = d.join(format!("{WHEEL}.sigstore.json"));
-        let event = serde_json::json!({"pull_request": pr.map(|(n, head)| serde_json::json!({"number": n, "head": {"sha": head}}))}).to_string();
-        let r = attest_keyless(&self.sigstore, c, &wheel, &bundle, Some(&event), &[], extra);
+        let extra = ["--cell", "cuda13x-py3.12-linux-64"];
+        let r = attest_keyless(&self.sigstore, c, &wheel, &bundle, None, &[], &extra);
         assert_eq!(r.code, 0, "attest: {}", r.stderr);
         (wheel, bundle)
     }
@@ -92,33 +64,22 @@ impl World {
     /// Signs `data` as a push build with claims `c` and publishes it under the push artifact
     /// name as run `run_id`.
     fn publish_push(&self, tag: &str, c: &GithubClaims, run_id: u64, data: &[u8]) -> u64 {
-        let (wheel, bundle) = self.signed(tag, c, None, data);
-        self.publish(&push_name(), run_id, "push", None, &[wheel, bundle])
+        let (wheel, bundle) = self.signed(tag, c, data);
+        self.publish(&push_name(), run_id, &[wheel, bundle])
     }
 
-    /// Publishes `files` as PR 7's build of HEAD (run 700); returns the artifact name.
-    fn publish_pr7(&self, files: &[PathBuf]) -> String {
-        let name = format!("cupy-cuda13x-py3.12-linux-64-pr7-{HEAD}");
-        self.publish(&name, 700, "pull_request", Some(7), files);
-        name
-    }
-
-    fn publish(
-        &self,
-        name: &str,
-        run_id: u64,
-        event: &str,
-        pr: Option<u64>,
-        files: &[PathBuf],
-    ) -> u64 {
+    /// Publishes `files` as artifact `name` of push run `run_id` of the build workflow.
+    fn publish(&self, name: &str, run_id: u64, files: &[PathBuf]) -> u64 {
         let info = vouch_fetch::RunInfo {
             repo: REPO.into(),
             run_id,
             workflow_id: WF_ID,
-            workflow_path: ".github/workflows/ci.yml@refs/heads/main".into(),
-            event: event.into(),
+            workflow_path: ".github/workflows/vouch-build.yml@refs/heads/main".into(),
+            event: "push".into(),
             head_sha: HEAD.into(),
-            pr,
+            head_branch: Some("main".into()),
+            pr: None,
+            default_branch: "main".into(),
         };
         vouch_fetch::publish(&self.store, name, &info, files).unwrap()
     }
@@ -134,7 +95,7 @@ impl World {
     fn push_build(&self) -> u64 {
         self.publish_push(
             "push",
-            &claims("push", "ci.yml", 500, None),
+            &claims("push", "vouch-build.yml", 500),
             500,
             b"the wheel",
         )
@@ -151,7 +112,7 @@ impl World {
                 "--repo",
                 REPO,
                 "--workflow",
-                ".github/workflows/ci.yml",
+                ".github/workflows/vouch-build.yml",
                 "--api-url",
                 &gh.url,
                 "--token-file",
@@ -215,20 +176,6 @@ fn rand_suffix() -> String {
     N.fetch_add(1, Ordering::Relaxed).to_string()
 }
 
-/// `vouch fetch` arguments for PR 7's build of HEAD, artifact `name`.
-fn pr7_args(name: &str) -> Vec<&str> {
-    vec![
-        "--event",
-        "pull_request",
-        "--pr",
-        "7",
-        "--sha",
-        HEAD,
-        "--artifact-name",
-        name,
-    ]
-}
-
 fn push_name() -> String {
     format!("cupy-cuda13x-py3.12-linux-64-{HEAD}")
 }
@@ -275,34 +222,13 @@ fn push_build_fetches_in_four_api_calls() {
 }
 
 #[test]
-fn pull_request_build_checks_both_shas() {
-    let w = World::new();
-    let (wh, b) = w.signed(
-        "pr",
-        &claims("pull_request", "ci.yml", 700, Some(7)),
-        Some(7),
-        b"pr wheel",
-    );
-    let name = w.publish_pr7(&[wh, b]);
-    let gh = w.github();
-    let (r, _) = w.fetch(&gh, &pr7_args(&name));
-    assert_eq!(r.code, 0, "{}", r.stderr);
-    let v = &r.json()["wheels"][0]["verified"];
-    assert_eq!(
-        v["signer"]["sha"], MERGE,
-        "the certificate names the merge commit"
-    );
-    assert_eq!(v["statement"]["vouch"]["pr_head_sha"], HEAD);
-}
-
-#[test]
 fn newest_passing_candidate_wins_and_rejections_are_reported() {
     let w = World::new();
     w.push_build();
     // A re-run (newer artifact) of a run that failed.
     w.publish_push(
         "rerun",
-        &claims("push", "ci.yml", 501, None),
+        &claims("push", "vouch-build.yml", 501),
         501,
         b"rerun wheel",
     );
@@ -337,12 +263,12 @@ fn rejects_same_named_artifact_from_sibling_workflow() {
         {
           "exit_code": 30,
           "fetched": false,
-          "message": "no artifact named \"cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111\" passed: artifact 1001 (run 500): run's workflow_id 999 is not 161335 (.github/workflows/ci.yml)"
+          "message": "no artifact named \"cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111\" passed: artifact 1001 (run 500): run's workflow_id 999 is not 161335 (.github/workflows/vouch-build.yml)"
         }
 
         ----- stderr -----
-        looking for cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111 from .github/workflows/ci.yml (push of cupy/cupy)
-        error: no artifact named "cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111" passed: artifact 1001 (run 500): run's workflow_id 999 is not 161335 (.github/workflows/ci.yml)
+        looking for cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111 from .github/workflows/vouch-build.yml (push of cupy/cupy)
+        error: no artifact named "cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111" passed: artifact 1001 (run 500): run's workflow_id 999 is not 161335 (.github/workflows/vouch-build.yml)
     "#);
 }
 
@@ -359,7 +285,7 @@ fn rejects_failed_run() {
         }
 
         ----- stderr -----
-        looking for cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111 from .github/workflows/ci.yml (push of cupy/cupy)
+        looking for cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111 from .github/workflows/vouch-build.yml (push of cupy/cupy)
         error: no artifact named "cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111" passed: artifact 1001 (run 500): run did not succeed (status "completed", conclusion "failure")
     "#);
 }
@@ -377,8 +303,88 @@ fn rejects_cancelled_run() {
         }
 
         ----- stderr -----
-        looking for cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111 from .github/workflows/ci.yml (push of cupy/cupy)
+        looking for cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111 from .github/workflows/vouch-build.yml (push of cupy/cupy)
         error: no artifact named "cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111" passed: artifact 1001 (run 500): run did not succeed (status "completed", conclusion "cancelled")
+    "#);
+}
+
+/// Marks the push build's run 500 as still going.
+fn in_progress(w: &World) {
+    w.edit("runs/500.json", |r| {
+        r["status"] = "in_progress".into();
+        r["conclusion"] = Value::Null;
+    });
+}
+
+/// A push build dispatches its tests from inside its own run, so the test job may fetch while
+/// the run is still going: fetch waits for it to complete (here a second into the wait).
+#[test]
+fn waits_for_the_run_to_complete() {
+    let w = World::new();
+    w.push_build();
+    in_progress(&w);
+    let gh = w.github();
+    let store = w.store.clone();
+    let completes = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_secs(1));
+        let p = store.join("runs/500.json");
+        let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+        v["status"] = "completed".into();
+        v["conclusion"] = "success".into();
+        std::fs::write(&p, v.to_string()).unwrap();
+    });
+    let started = std::time::Instant::now();
+    let (r, out) = w.fetch(&gh, &[PUSH, &["--wait-for-run", "60"]].concat());
+    completes.join().unwrap();
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(std::fs::read(out.join(WHEEL)).unwrap(), b"the wheel");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(30),
+        "asked again soon after the run completed: {:?}",
+        started.elapsed()
+    );
+}
+
+/// A run still going when the wait is up is refused, and says how long it was waited for.
+#[test]
+fn refuses_a_run_still_going_when_the_wait_is_up() {
+    let w = World::new();
+    w.push_build();
+    in_progress(&w);
+    let gh = w.github();
+    let runs = [("1", "waited"), ("0", "not waited")].map(|(secs, label)| {
+        let (r, out) = w.fetch(&gh, &[PUSH, &["--wait-for-run", secs]].concat());
+        assert_nothing_written(&out);
+        (label, r)
+    });
+    insta::assert_snapshot!(snapshot_cases(runs, &[]), @r#"
+        ===== "waited"
+        success: false
+        exit_code: 30
+        ----- stdout -----
+        {
+          "exit_code": 30,
+          "fetched": false,
+          "message": "no artifact named \"cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111\" passed: artifact 1001 (run 500): run is still \"in_progress\" after [TIME] of waiting for it to complete"
+        }
+
+        ----- stderr -----
+        looking for cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111 from .github/workflows/vouch-build.yml (push of cupy/cupy)
+        error: no artifact named "cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111" passed: artifact 1001 (run 500): run is still "in_progress" after [TIME] of waiting for it to complete
+
+        ===== "not waited"
+        success: false
+        exit_code: 30
+        ----- stdout -----
+        {
+          "exit_code": 30,
+          "fetched": false,
+          "message": "no artifact named \"cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111\" passed: artifact 1001 (run 500): run is still \"in_progress\" (not waited for)"
+        }
+
+        ----- stderr -----
+        looking for cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111 from .github/workflows/vouch-build.yml (push of cupy/cupy)
+        error: no artifact named "cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111" passed: artifact 1001 (run 500): run is still "in_progress" (not waited for)
     "#);
 }
 
@@ -395,7 +401,7 @@ fn rejects_run_of_another_event() {
         }
 
         ----- stderr -----
-        looking for cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111 from .github/workflows/ci.yml (push of cupy/cupy)
+        looking for cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111 from .github/workflows/vouch-build.yml (push of cupy/cupy)
         error: no artifact named "cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111" passed: artifact 1001 (run 500): run's event is "workflow_dispatch", expected "push"
     "#);
 }
@@ -413,7 +419,7 @@ fn rejects_run_of_another_head_sha() {
         }
 
         ----- stderr -----
-        looking for cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111 from .github/workflows/ci.yml (push of cupy/cupy)
+        looking for cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111 from .github/workflows/vouch-build.yml (push of cupy/cupy)
         error: no artifact named "cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111" passed: artifact 1001 (run 500): run's head_sha is 3333333333333333333333333333333333333333, expected 1111111111111111111111111111111111111111
     "#);
 }
@@ -435,7 +441,7 @@ fn rejects_fork_run_for_push() {
             }
 
             ----- stderr -----
-            looking for cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111 from .github/workflows/ci.yml (push of cupy/cupy)
+            looking for cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111 from .github/workflows/vouch-build.yml (push of cupy/cupy)
             error: no artifact named "cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111" passed: artifact 1001 (run 500): a push build's head repository is "attacker/cupy", a fork or another repository
         "#);
 }
@@ -461,7 +467,7 @@ fn rejects_artifact_whose_run_id_is_not_the_pinned_run() {
         }
 
         ----- stderr -----
-        looking for cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111 from .github/workflows/ci.yml (push of cupy/cupy)
+        looking for cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111 from .github/workflows/vouch-build.yml (push of cupy/cupy)
         error: no artifact named "cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111" passed: artifact 1001 (run 501): artifact's workflow_run.id is not the run (the artifact names run 501, the run is 500)
     "#);
 }
@@ -485,7 +491,7 @@ fn rejects_expired_artifact() {
         }
 
         ----- stderr -----
-        looking for cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111 from .github/workflows/ci.yml (push of cupy/cupy)
+        looking for cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111 from .github/workflows/vouch-build.yml (push of cupy/cupy)
         error: no artifact named "cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111" passed: artifact 1001 (run 500): artifact has expired (HTTP 410)
     "#);
 }
@@ -535,38 +541,8 @@ fn rejects_wheel_swapped_inside_the_zip() {
         }
 
         ----- stderr -----
-        looking for cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111 from .github/workflows/ci.yml (push of cupy/cupy)
+        looking for cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111 from .github/workflows/vouch-build.yml (push of cupy/cupy)
         error: no artifact named "cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111" passed: artifact 1001 (run 500): cupy_cuda13x-14.2.0-cp312-cp312-manylinux_2_28_x86_64.whl: digest check failed: artifact mismatch: artifact hash does not match any subject in attestation
-    "#);
-}
-
-#[test]
-fn rejects_bundle_replayed_from_another_pr() {
-    let w = World::new();
-    // PR 8's genuine build, replayed under PR 7's artifact name and run.
-    let (wh, b) = w.signed(
-        "pr8",
-        &claims("pull_request", "ci.yml", 700, Some(8)),
-        Some(8),
-        b"pr8 wheel",
-    );
-    let name = w.publish_pr7(&[wh, b]);
-    let gh = w.github();
-    let (r, out) = w.fetch(&gh, &pr7_args(&name));
-    assert_nothing_written(&out);
-    vouch_snapshot!(&r, @r#"
-        success: false
-        exit_code: 16
-        ----- stdout -----
-        {
-          "exit_code": 16,
-          "fetched": false,
-          "message": "no artifact named \"cupy-cuda13x-py3.12-linux-64-pr7-1111111111111111111111111111111111111111\" passed: artifact 1001 (run 700): cupy_cuda13x-14.2.0-cp312-cp312-manylinux_2_28_x86_64.whl: policy check failed: source ref for the pull request (OID .1.14): expected \"refs/pull/7/merge\", found \"refs/pull/8/merge\""
-        }
-
-        ----- stderr -----
-        looking for cupy-cuda13x-py3.12-linux-64-pr7-1111111111111111111111111111111111111111 from .github/workflows/ci.yml (pull_request of cupy/cupy)
-        error: no artifact named "cupy-cuda13x-py3.12-linux-64-pr7-1111111111111111111111111111111111111111" passed: artifact 1001 (run 700): cupy_cuda13x-14.2.0-cp312-cp312-manylinux_2_28_x86_64.whl: policy check failed: source ref for the pull request (OID .1.14): expected "refs/pull/7/merge", found "refs/pull/8/merge"
     "#);
 }
 
@@ -575,7 +551,7 @@ fn rejects_bundle_signed_by_another_workflow_of_the_repo() {
     let w = World::new();
     w.publish_push(
         "other-wf",
-        &claims("push", "release.yml", 500, None),
+        &claims("push", "release.yml", 500),
         500,
         b"the wheel",
     );
@@ -586,12 +562,12 @@ fn rejects_bundle_signed_by_another_workflow_of_the_repo() {
         {
           "exit_code": 16,
           "fetched": false,
-          "message": "no artifact named \"cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111\" passed: artifact 1001 (run 500): cupy_cuda13x-14.2.0-cp312-cp312-manylinux_2_28_x86_64.whl: policy check failed: build config workflow (OID .1.18): expected \"https://github.com/cupy/cupy/.github/workflows/ci.yml\", found \"https://github.com/cupy/cupy/.github/workflows/release.yml@refs/heads/main\""
+          "message": "no artifact named \"cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111\" passed: artifact 1001 (run 500): cupy_cuda13x-14.2.0-cp312-cp312-manylinux_2_28_x86_64.whl: policy check failed: build config workflow (OID .1.18): expected \"https://github.com/cupy/cupy/.github/workflows/vouch-build.yml\", found \"https://github.com/cupy/cupy/.github/workflows/release.yml@refs/heads/main\""
         }
 
         ----- stderr -----
-        looking for cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111 from .github/workflows/ci.yml (push of cupy/cupy)
-        error: no artifact named "cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111" passed: artifact 1001 (run 500): cupy_cuda13x-14.2.0-cp312-cp312-manylinux_2_28_x86_64.whl: policy check failed: build config workflow (OID .1.18): expected "https://github.com/cupy/cupy/.github/workflows/ci.yml", found "https://github.com/cupy/cupy/.github/workflows/release.yml@refs/heads/main"
+        looking for cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111 from .github/workflows/vouch-build.yml (push of cupy/cupy)
+        error: no artifact named "cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111" passed: artifact 1001 (run 500): cupy_cuda13x-14.2.0-cp312-cp312-manylinux_2_28_x86_64.whl: policy check failed: build config workflow (OID .1.18): expected "https://github.com/cupy/cupy/.github/workflows/vouch-build.yml", found "https://github.com/cupy/cupy/.github/workflows/release.yml@refs/heads/main"
     "#);
 }
 
@@ -619,7 +595,7 @@ fn rejects_zip_with_absolute_member() {
         }
 
         ----- stderr -----
-        looking for cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111 from .github/workflows/ci.yml (push of cupy/cupy)
+        looking for cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111 from .github/workflows/vouch-build.yml (push of cupy/cupy)
         error: no artifact named "cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111" passed: artifact 1001 (run 500): member "/tmp/evil" has an unsafe name (absolute path)
     "#);
 }
@@ -652,7 +628,7 @@ fn rejects_zip_with_symlink_member() {
         }
 
         ----- stderr -----
-        looking for cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111 from .github/workflows/ci.yml (push of cupy/cupy)
+        looking for cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111 from .github/workflows/vouch-build.yml (push of cupy/cupy)
         error: no artifact named "cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111" passed: artifact 1001 (run 500): member "link" is a symbolic link
     "#);
 }
@@ -671,7 +647,7 @@ fn rejects_zip_with_ten_thousand_members() {
         }
 
         ----- stderr -----
-        looking for cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111 from .github/workflows/ci.yml (push of cupy/cupy)
+        looking for cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111 from .github/workflows/vouch-build.yml (push of cupy/cupy)
         error: no artifact named "cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111" passed: artifact 1001 (run 500): 10000 members, over the limit of 1000
     "#);
 }
@@ -716,7 +692,7 @@ fn rejects_zip_bomb() {
         }
 
         ----- stderr -----
-        looking for cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111 from .github/workflows/ci.yml (push of cupy/cupy)
+        looking for cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111 from .github/workflows/vouch-build.yml (push of cupy/cupy)
         error: no artifact named "cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111" passed: artifact 1001 (run 500): members add up to more than 4294967296 bytes uncompressed (zip bomb?)
     "#);
 }
@@ -742,7 +718,7 @@ fn rejects_truncated_download() {
         }
 
         ----- stderr -----
-        looking for cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111 from .github/workflows/ci.yml (push of cupy/cupy)
+        looking for cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111 from .github/workflows/vouch-build.yml (push of cupy/cupy)
         error: no artifact named "cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111" passed: artifact 1001 (run 500): GitHub API: GET http://127.0.0.1:[PORT]/blob/1001: gave up after 4 attempts: connection failed
     "#);
 }
@@ -798,7 +774,7 @@ fn permanent_5xx_fails_after_bounded_retries() {
         }
 
         ----- stderr -----
-        looking for cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111 from .github/workflows/ci.yml (push of cupy/cupy)
+        looking for cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111 from .github/workflows/vouch-build.yml (push of cupy/cupy)
         error: GitHub API: GET http://127.0.0.1:[PORT]/repos/cupy/cupy/actions/runs/500: gave up after 4 attempts: HTTP 500
     "#);
     assert_eq!(gh.api_calls(), 2 + 4);
@@ -810,7 +786,7 @@ fn paginates_artifact_lists() {
     for run_id in [498, 499] {
         w.publish_push(
             &format!("old{run_id}"),
-            &claims("push", "ci.yml", run_id, None),
+            &claims("push", "vouch-build.yml", run_id),
             run_id,
             b"old",
         );
@@ -851,7 +827,7 @@ fn install_installs_nothing_when_a_check_fails_and_pins_hashes_when_all_pass() {
     let bundle = d.join(format!("{name}.sigstore.json"));
     let r = attest_keyless(
         &w.sigstore,
-        &claims("push", "ci.yml", 500, None),
+        &claims("push", "vouch-build.yml", 500),
         &wheel,
         &bundle,
         None,
@@ -860,13 +836,7 @@ fn install_installs_nothing_when_a_check_fails_and_pins_hashes_when_all_pass() {
     );
     assert_eq!(r.code, 0, "{}", r.stderr);
     let art = "vouch-sample-py3.11-linux-64";
-    w.publish(
-        &format!("{art}-{HEAD}"),
-        500,
-        "push",
-        None,
-        &[wheel.clone(), bundle],
-    );
+    w.publish(&format!("{art}-{HEAD}"), 500, &[wheel.clone(), bundle]);
     let target = w.dir.path().join("site");
     let install = |extra: &[&str]| {
         run(vouch()
@@ -927,59 +897,12 @@ fn token_from_environment_works_with_a_warning() {
             sha256:[SHA256]  [TEMP]/o/cupy_cuda13x-14.2.0-cp312-cp312-manylinux_2_28_x86_64.whl
 
             ----- stderr -----
-            looking for cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111 from .github/workflows/ci.yml (push of cupy/cupy)
+            looking for cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111 from .github/workflows/vouch-build.yml (push of cupy/cupy)
             warning: using the token from $GH_TOKEN; prefer --token-file (environment variables leak into child processes)
             verified artifact 1001 from run 500 (4 API calls)
         "#);
     // The token must never appear, whatever else the output says: a negative check.
     assert!(!r.stderr.contains(TOKEN) && !r.stdout.contains(TOKEN));
-}
-
-#[test]
-fn from_flexci_derives_pr_and_commit() {
-    let w = World::new();
-    let (wh, b) = w.signed(
-        "pr",
-        &claims("pull_request", "ci.yml", 700, Some(7)),
-        Some(7),
-        b"pr wheel",
-    );
-    w.publish_pr7(&[wh, b]);
-    let gh = w.github();
-    let out = w.dir.path().join("flexci-out");
-    vouch_snapshot!(vouch()
-        .arg("fetch")
-        .args([
-            "--repo",
-            REPO,
-            "--from-flexci",
-            "--dist",
-            "cupy-cuda13x",
-            "--python-version",
-            "3.12",
-            "--platform",
-            "linux-64",
-            "--api-url",
-            &gh.url,
-            "--trust-root",
-        ])
-        .arg(&w.root)
-        .arg("--out")
-        .arg(&out)
-        .env("GH_TOKEN", TOKEN)
-        .env("FLEXCI_BRANCH", "refs/pull/7/merge")
-        .env("FLEXCI_REFERENCE_COMMIT_ID", HEAD), @r#"
-            success: true
-            exit_code: 0
-            ----- stdout -----
-            sha256:[SHA256]  [TEMP]/flexci-out/cupy_cuda13x-14.2.0-cp312-cp312-manylinux_2_28_x86_64.whl
-
-            ----- stderr -----
-            looking for cupy-cuda13x-py3.12-linux-64-pr7-1111111111111111111111111111111111111111 from .github/workflows/ci.yml (pull_request of cupy/cupy)
-            warning: using the token from $GH_TOKEN; prefer --token-file (environment variables leak into child processes)
-            verified artifact 1001 from run 700 (4 API calls)
-        "#);
-    assert!(out.join(WHEEL).is_file());
 }
 
 /// A newer same-named decoy that fails pinning must not hide why the real candidate failed.
@@ -988,11 +911,16 @@ fn exit_code_comes_from_the_candidate_that_got_furthest() {
     let w = World::new();
     w.publish_push(
         "other-wf",
-        &claims("push", "release.yml", 500, None),
+        &claims("push", "release.yml", 500),
         500,
         b"the wheel",
     );
-    w.publish_push("decoy", &claims("push", "ci.yml", 501, None), 501, b"decoy");
+    w.publish_push(
+        "decoy",
+        &claims("push", "vouch-build.yml", 501),
+        501,
+        b"decoy",
+    );
     w.edit("runs/501.json", |r| r["event"] = "workflow_dispatch".into());
     vouch_snapshot!(w.push_rejected(), @r#"
         success: false
@@ -1001,12 +929,12 @@ fn exit_code_comes_from_the_candidate_that_got_furthest() {
         {
           "exit_code": 16,
           "fetched": false,
-          "message": "no artifact named \"cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111\" passed: artifact 1002 (run 501): run's event is \"workflow_dispatch\", expected \"push\"; artifact 1001 (run 500): cupy_cuda13x-14.2.0-cp312-cp312-manylinux_2_28_x86_64.whl: policy check failed: build config workflow (OID .1.18): expected \"https://github.com/cupy/cupy/.github/workflows/ci.yml\", found \"https://github.com/cupy/cupy/.github/workflows/release.yml@refs/heads/main\""
+          "message": "no artifact named \"cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111\" passed: artifact 1002 (run 501): run's event is \"workflow_dispatch\", expected \"push\"; artifact 1001 (run 500): cupy_cuda13x-14.2.0-cp312-cp312-manylinux_2_28_x86_64.whl: policy check failed: build config workflow (OID .1.18): expected \"https://github.com/cupy/cupy/.github/workflows/vouch-build.yml\", found \"https://github.com/cupy/cupy/.github/workflows/release.yml@refs/heads/main\""
         }
 
         ----- stderr -----
-        looking for cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111 from .github/workflows/ci.yml (push of cupy/cupy)
-        error: no artifact named "cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111" passed: artifact 1002 (run 501): run's event is "workflow_dispatch", expected "push"; artifact 1001 (run 500): cupy_cuda13x-14.2.0-cp312-cp312-manylinux_2_28_x86_64.whl: policy check failed: build config workflow (OID .1.18): expected "https://github.com/cupy/cupy/.github/workflows/ci.yml", found "https://github.com/cupy/cupy/.github/workflows/release.yml@refs/heads/main"
+        looking for cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111 from .github/workflows/vouch-build.yml (push of cupy/cupy)
+        error: no artifact named "cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111" passed: artifact 1002 (run 501): run's event is "workflow_dispatch", expected "push"; artifact 1001 (run 500): cupy_cuda13x-14.2.0-cp312-cp312-manylinux_2_28_x86_64.whl: policy check failed: build config workflow (OID .1.18): expected "https://github.com/cupy/cupy/.github/workflows/vouch-build.yml", found "https://github.com/cupy/cupy/.github/workflows/release.yml@refs/heads/main"
     "#);
 }
 
@@ -1022,7 +950,7 @@ fn refuses_plain_http_api_off_loopback() {
             ----- stdout -----
 
             ----- stderr -----
-            looking for cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111 from .github/workflows/ci.yml (push of cupy/cupy)
+            looking for cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111 from .github/workflows/vouch-build.yml (push of cupy/cupy)
             warning: using the token from $GH_TOKEN; prefer --token-file (environment variables leak into child processes)
             error: GitHub API
               caused by: API URL http://api.example.invalid/: plain http is only allowed on loopback (the token would travel in clear)
@@ -1052,42 +980,8 @@ fn issue12_rejects_download_whose_digest_is_not_the_listed_one() {
         }
 
         ----- stderr -----
-        looking for cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111 from .github/workflows/ci.yml (push of cupy/cupy)
+        looking for cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111 from .github/workflows/vouch-build.yml (push of cupy/cupy)
         error: no artifact named "cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111" passed: artifact 1001 (run 500): download's digest sha256:[SHA256] is not the artifact's sha256:[SHA256]
-    "#);
-}
-
-/// A PR build whose statement names another head commit than the one asked for. The run is the
-/// right one (its head_sha is the commit), the certificate is genuine; only the statement's
-/// pr_head_sha says the wheel was built from other code.
-#[test]
-fn issue12_rejects_pr_build_whose_statement_names_another_head() {
-    let w = World::new();
-    let other_head = "4444444444444444444444444444444444444444";
-    let (wheel, bundle) = w.signed_as(
-        "pr-other-head",
-        &claims("pull_request", "ci.yml", 700, Some(7)),
-        Some((7, other_head)),
-        b"pr wheel",
-        &[],
-    );
-    let name = w.publish_pr7(&[wheel, bundle]);
-    let gh = w.github();
-    let (r, out) = w.fetch(&gh, &pr7_args(&name));
-    assert_nothing_written(&out);
-    vouch_snapshot!(&r, @r#"
-        success: false
-        exit_code: 14
-        ----- stdout -----
-        {
-          "exit_code": 14,
-          "fetched": false,
-          "message": "no artifact named \"cupy-cuda13x-py3.12-linux-64-pr7-1111111111111111111111111111111111111111\" passed: artifact 1001 (run 700): cupy_cuda13x-14.2.0-cp312-cp312-manylinux_2_28_x86_64.whl: statement check failed: statement PR head SHA (internalParameters.vouch.pr_head_sha): expected \"1111111111111111111111111111111111111111\", found \"4444444444444444444444444444444444444444\""
-        }
-
-        ----- stderr -----
-        looking for cupy-cuda13x-py3.12-linux-64-pr7-1111111111111111111111111111111111111111 from .github/workflows/ci.yml (pull_request of cupy/cupy)
-        error: no artifact named "cupy-cuda13x-py3.12-linux-64-pr7-1111111111111111111111111111111111111111" passed: artifact 1001 (run 700): cupy_cuda13x-14.2.0-cp312-cp312-manylinux_2_28_x86_64.whl: statement check failed: statement PR head SHA (internalParameters.vouch.pr_head_sha): expected "1111111111111111111111111111111111111111", found "4444444444444444444444444444444444444444"
     "#);
 }
 
@@ -1098,7 +992,7 @@ fn issue12_rejects_bundle_replayed_from_another_run() {
     let w = World::new();
     w.publish_push(
         "run499",
-        &claims("push", "ci.yml", 499, None),
+        &claims("push", "vouch-build.yml", 499),
         500,
         b"the wheel",
     );
@@ -1113,7 +1007,7 @@ fn issue12_rejects_bundle_replayed_from_another_run() {
         }
 
         ----- stderr -----
-        looking for cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111 from .github/workflows/ci.yml (push of cupy/cupy)
+        looking for cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111 from .github/workflows/vouch-build.yml (push of cupy/cupy)
         error: no artifact named "cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111" passed: artifact 1001 (run 500): cupy_cuda13x-14.2.0-cp312-cp312-manylinux_2_28_x86_64.whl: policy check failed: run (OID .1.21): expected "500", found "https://github.com/cupy/cupy/actions/runs/499/attempts/1"
     "#);
 }
@@ -1140,7 +1034,7 @@ fn issue12_refuses_plain_http_blob_url_off_loopback() {
         }
 
         ----- stderr -----
-        looking for cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111 from .github/workflows/ci.yml (push of cupy/cupy)
+        looking for cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111 from .github/workflows/vouch-build.yml (push of cupy/cupy)
         error: no artifact named "cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111" passed: artifact 1001 (run 500): GitHub API: GET http://0.0.0.0:[PORT]/blob/1001: refusing a non-https download URL
     "#);
 }
@@ -1184,7 +1078,7 @@ fn issue12_zip_traversal_writes_nothing_outside() {
         }
 
         ----- stderr -----
-        looking for cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111 from .github/workflows/ci.yml (push of cupy/cupy)
+        looking for cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111 from .github/workflows/vouch-build.yml (push of cupy/cupy)
         error: no artifact named "cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111" passed: artifact 1001 (run 500): member "../../vouch-issue12-escape-[ID]/evil" has an unsafe name (`..` component)
     "#);
 }
@@ -1441,8 +1335,8 @@ fn issue12_unauthorized_names_token_file_and_gh_token() {
         ----- stdout -----
 
         ----- stderr -----
-        looking for cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111 from .github/workflows/ci.yml (push of cupy/cupy)
-        error: GitHub API: GET http://127.0.0.1:[PORT]/repos/cupy/cupy/actions/workflows/ci.yml failed with HTTP 401: Bad credentials (no token was given: pass one with --token-file FILE, or set GH_TOKEN)
+        looking for cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111 from .github/workflows/vouch-build.yml (push of cupy/cupy)
+        error: GitHub API: GET http://127.0.0.1:[PORT]/repos/cupy/cupy/actions/workflows/vouch-build.yml failed with HTTP 401: Bad credentials (no token was given: pass one with --token-file FILE, or set GH_TOKEN)
     "#);
     let wrong = w.dir.path().join("wrong-token");
     std::fs::write(&wrong, "ghp_wrong").unwrap();
@@ -1452,8 +1346,8 @@ fn issue12_unauthorized_names_token_file_and_gh_token() {
         ----- stdout -----
 
         ----- stderr -----
-        looking for cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111 from .github/workflows/ci.yml (push of cupy/cupy)
-        error: GitHub API: GET http://127.0.0.1:[PORT]/repos/cupy/cupy/actions/workflows/ci.yml failed with HTTP 401: Bad credentials (the token from --token-file "[TEMP]/wrong-token" was refused: is it expired, or for another host?)
+        looking for cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111 from .github/workflows/vouch-build.yml (push of cupy/cupy)
+        error: GitHub API: GET http://127.0.0.1:[PORT]/repos/cupy/cupy/actions/workflows/vouch-build.yml failed with HTTP 401: Bad credentials (the token from --token-file "[TEMP]/wrong-token" was refused: is it expired, or for another host?)
     "#);
     assert!(!r.stderr.contains("ghp_wrong"));
 }
@@ -1487,7 +1381,7 @@ fn issue12_expiry_hint_only_when_no_artifact_is_listed() {
         }
 
         ----- stderr -----
-        looking for no-such-artifact from .github/workflows/ci.yml (push of cupy/cupy)
+        looking for no-such-artifact from .github/workflows/vouch-build.yml (push of cupy/cupy)
         error: no artifact named "no-such-artifact" is listed (expired artifacts are no longer listed)
     "#);
     w.edit("runs/500.json", |r| r["conclusion"] = "failure".into());
@@ -1504,72 +1398,10 @@ fn issue12_expiry_hint_only_when_no_artifact_is_listed() {
         }
 
         ----- stderr -----
-        looking for cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111 from .github/workflows/ci.yml (push of cupy/cupy)
+        looking for cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111 from .github/workflows/vouch-build.yml (push of cupy/cupy)
         error: no artifact named "cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111" passed: artifact 1001 (run 500): run did not succeed (status "completed", conclusion "failure")
     "#);
     assert!(!r.stderr.contains("expired"), "{}", r.stderr);
-}
-
-/// PR provenance signed with a key outside Actions (`attest --pr --pr-head-sha --merge-sha`)
-/// is what `fetch --event pull_request --pr N --sha HEAD --key` accepts.
-#[test]
-fn issue12_key_signed_pr_provenance_fetches() {
-    let w = World::new();
-    let (key, public) = keygen(w.dir.path(), "k.pem");
-    let d = w.dir.path().join("key-pr");
-    std::fs::create_dir_all(&d).unwrap();
-    let wheel = d.join(WHEEL);
-    std::fs::write(&wheel, b"key-signed pr wheel").unwrap();
-    let bundle = d.join(format!("{WHEEL}.sigstore.json"));
-    let r = run(attest_with_key(&wheel, &bundle, &key).args([
-        "--local",
-        "--repo",
-        REPO,
-        "--workflow",
-        ".github/workflows/ci.yml",
-        "--ref",
-        "refs/pull/7/merge",
-        "--run-id",
-        "700",
-        "--runner",
-        "self-hosted",
-        "--pr",
-        "7",
-        "--pr-head-sha",
-        HEAD,
-        "--merge-sha",
-        MERGE,
-        "--cell",
-        "cuda13x-py3.12-linux-64",
-    ]));
-    assert_eq!(r.code, 0, "{}", r.stderr);
-    let name = w.publish_pr7(&[wheel, bundle]);
-    let out = w.dir.path().join("key-pr-out");
-    let r = run(vouch()
-        .arg("fetch")
-        .args(["--repo", REPO, "--store"])
-        .arg(&w.store)
-        .arg("--key")
-        .arg(&public)
-        .args([
-            "--runner",
-            "self-hosted",
-            "--cell",
-            "cuda13x-py3.12-linux-64",
-            "--json",
-        ])
-        .arg("--out")
-        .arg(&out)
-        .args(pr7_args(&name)));
-    assert_eq!(r.code, 0, "{}", r.stderr);
-    let v = &r.json()["wheels"][0]["verified"];
-    assert_eq!(v["signed_with"], "public-key");
-    assert_eq!(v["signer"]["sha"], MERGE);
-    assert_eq!(v["statement"]["vouch"]["pr_head_sha"], HEAD);
-    assert_eq!(
-        std::fs::read(out.join(WHEEL)).unwrap(),
-        b"key-signed pr wheel"
-    );
 }
 
 /// `--source NAME[:ARG]` reaches every registered source: `store:DIR` reads the same artifact

@@ -18,4 +18,5 @@ mod fetch;
 mod flexci;
 mod profile;
 mod provenance;
+mod prsign;
 mod wheel;

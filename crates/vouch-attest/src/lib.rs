@@ -1,6 +1,7 @@
 //! Provenance for vouch builds: the run context a build happened in (GitHub Actions or local),
-//! the in-toto Statement v1 with a SLSA provenance v1 predicate that describes it, and the
-//! signers that turn it into a Sigstore bundle.
+//! the in-toto Statement v1 with a SLSA provenance v1 predicate that describes it (or vouch's
+//! pr-build predicate, for pull-request builds a trusted signer signs), and the signers that
+//! turn it into a Sigstore bundle.
 
 mod context;
 pub mod signer;
@@ -13,5 +14,8 @@ pub use signer::{
     PAYLOAD_TYPE, SIGNERS, SignError, Signer, SignerError, SignerInputs, SignerKind, SignerSpec,
     UnknownSigner,
 };
-pub use statement::{Statement, Subject, statement_for};
-pub use vouch_core::statement::{BUILD_TYPE, PREDICATE_SLSA_V1, STATEMENT_TYPE, VouchClaims};
+pub use statement::{Statement, Subject, pr_build_statement, signed_by, statement_for};
+pub use vouch_core::statement::{
+    BUILD_TYPE, BuildRun, PREDICATE_PR_BUILD_V1, PREDICATE_SLSA_V1, PrBuildPredicate,
+    RecordedRequest, ReportedByBuild, STATEMENT_TYPE, SignedBy, VouchClaims,
+};

@@ -1,10 +1,14 @@
 //! in-toto Statement v1 with a SLSA provenance v1 predicate in GitHub's workflow build type,
-//! plus vouch's own claims under `internalParameters.vouch`.
+//! plus vouch's own claims under `internalParameters.vouch`; and, for pull-request builds
+//! signed by the trusted signer workflow, the same statement with vouch's pr-build predicate.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use vouch_core::Sha256Digest;
-use vouch_core::statement::{BUILD_TYPE, PREDICATE_SLSA_V1, STATEMENT_TYPE, VouchClaims};
+use vouch_core::statement::{
+    BUILD_TYPE, PREDICATE_PR_BUILD_V1, PREDICATE_SLSA_V1, PrBuildPredicate, STATEMENT_TYPE,
+    SignedBy, VouchClaims,
+};
 
 use crate::RunContext;
 
@@ -91,6 +95,34 @@ pub fn statement_for(ctx: &RunContext, subjects: Vec<Subject>, claims: &VouchCla
     }
 }
 
+/// The statement a trusted signer makes about one wheel of a pull-request build.
+pub fn pr_build_statement(subject: Subject, predicate: &PrBuildPredicate) -> Statement {
+    Statement {
+        statement_type: STATEMENT_TYPE.to_owned(),
+        subject: vec![subject],
+        predicate_type: PREDICATE_PR_BUILD_V1.to_owned(),
+        predicate: serde_json::to_value(predicate).expect("plain data serializes"),
+    }
+}
+
+/// The signing run as `ctx` describes it, in the certificate's spellings.
+pub fn signed_by(ctx: &RunContext) -> SignedBy {
+    SignedBy {
+        repository: ctx.repository_uri(),
+        workflow: format!(
+            "{}/{}@{}",
+            ctx.repository_uri(),
+            ctx.workflow_path,
+            ctx.git_ref
+        ),
+        git_ref: ctx.git_ref.clone(),
+        sha: ctx.sha.clone(),
+        event: ctx.event_name.clone(),
+        invocation: ctx.invocation_id().unwrap_or_default(),
+        runner_environment: ctx.runner_environment.clone(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -126,5 +158,70 @@ mod tests {
             &claims,
         );
         insta::assert_json_snapshot!(st);
+    }
+
+    /// The pr-build statement: one subject, the predicate as given, and `signedBy` in the
+    /// certificate's spellings for the signing run's context.
+    #[test]
+    fn pr_build_statement_and_its_signer() {
+        use vouch_core::statement::{BuildRun, RecordedRequest, ReportedByBuild};
+        let ctx = RunContext {
+            server_url: "https://github.com".into(),
+            repository: "cupy/cupy".into(),
+            workflow_path: ".github/workflows/vouch-sign.yml".into(),
+            git_ref: "refs/heads/main".into(),
+            sha: "5555555555555555555555555555555555555555".into(),
+            event_name: "workflow_run".into(),
+            run_id: Some("900".into()),
+            run_attempt: Some("2".into()),
+            runner_environment: Some("github-hosted".into()),
+            ..RunContext::default()
+        };
+        let signed = signed_by(&ctx);
+        assert_eq!(
+            signed.workflow,
+            "https://github.com/cupy/cupy/.github/workflows/vouch-sign.yml@refs/heads/main"
+        );
+        assert_eq!(
+            signed.invocation,
+            "https://github.com/cupy/cupy/actions/runs/900/attempts/2"
+        );
+        let predicate = PrBuildPredicate {
+            build_run: BuildRun {
+                repository: "cupy/cupy".into(),
+                workflow_path: ".github/workflows/vouch-build.yml".into(),
+                workflow_id: 11,
+                run_id: 700,
+                run_attempt: 1,
+                event: "pull_request".into(),
+                head_sha: "1111111111111111111111111111111111111111".into(),
+                head_repository: "contributor/cupy".into(),
+                conclusion: "success".into(),
+                artifact_id: 2002,
+                artifact_name: "unsigned-a".into(),
+            },
+            request: RecordedRequest {
+                pr: 7,
+                comment_id: 99,
+                author: "maintainer".into(),
+                author_association: "MEMBER".into(),
+                head_sha: "1111111111111111111111111111111111111111".into(),
+                base_ref: "main".into(),
+                base_sha: "5555555555555555555555555555555555555555".into(),
+                recorded_by_run: 650,
+            },
+            reported_by_build: ReportedByBuild::default(),
+            signed_by: Some(signed),
+        };
+        let st = pr_build_statement(
+            Subject::sha256("w.whl", &Sha256Digest::of(b"wheel")),
+            &predicate,
+        );
+        assert_eq!(st.predicate_type, PREDICATE_PR_BUILD_V1);
+        assert_eq!(st.subject.len(), 1);
+        assert_eq!(
+            serde_json::from_value::<PrBuildPredicate>(st.predicate).unwrap(),
+            predicate
+        );
     }
 }

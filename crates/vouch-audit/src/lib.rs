@@ -49,7 +49,29 @@ pub struct Row {
     pub commit: Option<String>,
     pub run: Option<String>,
     pub predicate_type: Option<String>,
+    /// For a pull-request build signed by the signer workflow: what the signer says about the
+    /// build (`repository`, `workflow`, `commit` and `run` above are the signer's own).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pr_build: Option<vouch_verify::PrBuildPredicate>,
     pub reason: Option<String>,
+}
+
+impl Row {
+    /// How a verified pull-request build reads in a report: built by the PR's run, signed by
+    /// the signer workflow, never the other way round.
+    pub fn pr_build_summary(&self) -> Option<String> {
+        let p = self.pr_build.as_ref()?;
+        Some(format!(
+            "pull-request build of #{} (head {} from {}, run {} of {}), signed by {} run {}",
+            p.request.pr,
+            p.build_run.head_sha,
+            p.build_run.head_repository,
+            p.build_run.run_id,
+            p.build_run.workflow_path,
+            self.workflow.as_deref().unwrap_or("-"),
+            self.run.as_deref().unwrap_or("-"),
+        ))
+    }
 }
 
 pub struct Auditor {
@@ -228,6 +250,7 @@ impl Row {
             commit: None,
             run: None,
             predicate_type: None,
+            pr_build: None,
             reason: None,
         }
     }
@@ -340,6 +363,7 @@ impl Auditor {
             row.commit = v.signer.sha;
             row.run = v.signer.run;
             row.predicate_type = Some(v.statement.predicate_type);
+            row.pr_build = v.statement.pr_build;
         }
         row
     }
@@ -371,7 +395,7 @@ pub fn markdown(rows: &[Row]) -> String {
             cell(&r.commit),
             cell(&r.run),
             cell(&r.predicate_type),
-            cell(&r.reason)
+            cell(&r.reason.clone().or_else(|| r.pr_build_summary()))
         ));
     }
     s

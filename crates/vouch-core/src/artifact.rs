@@ -27,6 +27,19 @@ impl fmt::Display for PythonVersion {
     }
 }
 
+impl PythonVersion {
+    /// The CPython interpreter tag a wheel for this version carries (`cp312`).
+    pub fn interpreter_tag(&self) -> String {
+        format!("cp{}{}", self.major, self.minor)
+    }
+
+    /// The ABI tag of a wheel built for this version (`cp312`, `cp314t` when free-threaded).
+    pub fn abi_tag(&self) -> String {
+        let t = if self.free_threaded { "t" } else { "" };
+        format!("{}{t}", self.interpreter_tag())
+    }
+}
+
 fn parse_small_int(s: &str) -> Option<u8> {
     // Leading zeros would let two spellings name one version.
     if s.is_empty() || (s.len() > 1 && s.starts_with('0')) || !s.bytes().all(|b| b.is_ascii_digit())
@@ -230,6 +243,21 @@ mod tests {
         );
         assert_eq!(n.platform, Platform::LinuxAarch64);
         assert_eq!(n.pr, Some(9));
+    }
+
+    #[test]
+    fn wheel_tags() {
+        for (v, interp, abi) in [
+            ("3.12", "cp312", "cp312"),
+            ("3.14t", "cp314", "cp314t"),
+            ("3.9", "cp39", "cp39"),
+        ] {
+            let v: PythonVersion = v.parse().unwrap();
+            assert_eq!(
+                (v.interpreter_tag().as_str(), v.abi_tag().as_str()),
+                (interp, abi)
+            );
+        }
     }
 
     #[test]

@@ -30,6 +30,25 @@ impl Platform {
         }
     }
 
+    /// Whether a wheel's platform tag (`manylinux_2_28_x86_64`, `win_amd64`) is one this
+    /// platform's runners build: the machine must match, and the system family.
+    pub fn accepts_wheel_platform(self, tag: &str) -> bool {
+        let linux = |machine: &str| {
+            tag.strip_suffix(machine).is_some_and(|head| {
+                head.strip_suffix('_').is_some_and(|family| {
+                    family == "linux"
+                        || family.starts_with("manylinux")
+                        || family.starts_with("musllinux")
+                })
+            })
+        };
+        match self {
+            Platform::Linux64 => linux("x86_64"),
+            Platform::LinuxAarch64 => linux("aarch64"),
+            Platform::Win64 => tag == "win_amd64",
+        }
+    }
+
     /// `linux-64, linux-aarch64, win-64`: what a message says a platform must be.
     pub fn names() -> String {
         Platform::ALL
@@ -88,5 +107,27 @@ mod tests {
             "platform \"mac-64\" is not one of linux-64, linux-aarch64, win-64"
         );
         assert_eq!(format!("{:<10}|", Platform::Win64), "win-64    |");
+    }
+
+    #[test]
+    fn wheel_platform_tags() {
+        let cases = [
+            (Platform::Linux64, "linux_x86_64", true),
+            (Platform::Linux64, "manylinux_2_28_x86_64", true),
+            (Platform::Linux64, "manylinux2014_x86_64", true),
+            (Platform::Linux64, "musllinux_1_2_x86_64", true),
+            (Platform::Linux64, "manylinux_2_28_aarch64", false),
+            (Platform::Linux64, "macosx_11_0_x86_64", false),
+            (Platform::Linux64, "x86_64", false),
+            (Platform::Linux64, "any", false),
+            (Platform::LinuxAarch64, "manylinux_2_28_aarch64", true),
+            (Platform::LinuxAarch64, "linux_x86_64", false),
+            (Platform::Win64, "win_amd64", true),
+            (Platform::Win64, "win32", false),
+            (Platform::Win64, "win_arm64", false),
+        ];
+        for (p, tag, want) in cases {
+            assert_eq!(p.accepts_wheel_platform(tag), want, "{p} {tag}");
+        }
     }
 }

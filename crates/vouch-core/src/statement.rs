@@ -9,6 +9,9 @@ pub const STATEMENT_TYPE: &str = "https://in-toto.io/Statement/v1";
 pub const PREDICATE_SLSA_V1: &str = "https://slsa.dev/provenance/v1";
 /// PyPI's publish attestation, the only predicate a PEP 740 attestation carries.
 pub const PREDICATE_PEP740: &str = "https://docs.pypi.org/attestations/publish/v1";
+/// vouch's predicate for a pull-request build signed afterwards by a trusted signer workflow
+/// (see `docs/pr-build-predicate.md`): [`PrBuildPredicate`].
+pub const PREDICATE_PR_BUILD_V1: &str = "https://vouch.build/pr-build/v1";
 /// GitHub's workflow build type, which vouch writes.
 pub const BUILD_TYPE: &str = "https://actions.github.io/buildtypes/workflow/v1";
 /// Every spelling of GitHub's workflow build type a verifier accepts; vouch's own first.
@@ -59,6 +62,92 @@ impl VouchClaims {
     }
 }
 
+/// The pr-build predicate. Under `pull_request` the build's workflow file is the PR's own, so
+/// SLSA provenance naming it as the builder would overclaim; this predicate says what a trusted
+/// signer saw instead, keeping apart where each claim comes from: the GitHub API
+/// (`buildRun`), a request recorded by a default-branch run (`request`), and the build's own
+/// record, which PR code wrote (`reportedByBuild`, data only, never a basis for trust).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PrBuildPredicate {
+    pub build_run: BuildRun,
+    pub request: RecordedRequest,
+    pub reported_by_build: ReportedByBuild,
+    /// The signing run as its own environment describes it. Keyless, the certificate says the
+    /// same and a verifier holds them to agree; key-signed, it is the only identity there is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signed_by: Option<SignedBy>,
+}
+
+/// The pull_request run that built the wheel, every field read from the GitHub API.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BuildRun {
+    /// `owner/name`.
+    pub repository: String,
+    /// `.github/workflows/vouch-build.yml`, without any `@ref`.
+    pub workflow_path: String,
+    pub workflow_id: u64,
+    pub run_id: u64,
+    pub run_attempt: u64,
+    pub event: String,
+    /// The PR head commit the run built (its merge commit is not recorded by the API).
+    pub head_sha: String,
+    /// `owner/name` the head came from: a fork's for fork PRs.
+    pub head_repository: String,
+    pub conclusion: String,
+    /// The run's artifact the wheel was downloaded from, by id and name (`unsigned-<artifact>`).
+    pub artifact_id: u64,
+    pub artifact_name: String,
+}
+
+/// The `/test` request, as recorded by a default-branch run of the trigger workflow.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RecordedRequest {
+    pub pr: u64,
+    pub comment_id: u64,
+    pub author: String,
+    pub author_association: String,
+    pub head_sha: String,
+    pub base_ref: String,
+    /// Recorded, never compared: the base branch moves on while a PR is tested.
+    pub base_sha: String,
+    pub recorded_by_run: u64,
+}
+
+/// What the build's record (`<wheel>.build.json`) says. PR code wrote it: reported, not
+/// verified by anyone.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReportedByBuild {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cell: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inputs_digest: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source_date_epoch: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_scope: Option<String>,
+}
+
+/// The signing run, in the spellings of the Fulcio certificate's extensions (URIs).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SignedBy {
+    /// `https://github.com/o/r`.
+    pub repository: String,
+    /// `https://github.com/o/r/.github/workflows/vouch-sign.yml@refs/heads/main`.
+    pub workflow: String,
+    pub git_ref: String,
+    pub sha: String,
+    pub event: String,
+    /// `https://github.com/o/r/actions/runs/<id>/attempts/<n>`.
+    pub invocation: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runner_environment: Option<String>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -77,6 +166,50 @@ mod tests {
             VouchClaims::from_predicate(&predicate).unwrap(),
             Some(claims)
         );
+    }
+
+    #[test]
+    fn pr_build_predicate_field_names() {
+        let p = PrBuildPredicate {
+            build_run: BuildRun {
+                repository: "o/r".into(),
+                workflow_path: ".github/workflows/vouch-build.yml".into(),
+                workflow_id: 1,
+                run_id: 2,
+                run_attempt: 1,
+                event: "pull_request".into(),
+                head_sha: "h".into(),
+                head_repository: "f/r".into(),
+                conclusion: "success".into(),
+                artifact_id: 3,
+                artifact_name: "unsigned-a".into(),
+            },
+            request: RecordedRequest {
+                pr: 7,
+                comment_id: 4,
+                author: "m".into(),
+                author_association: "MEMBER".into(),
+                head_sha: "h".into(),
+                base_ref: "main".into(),
+                base_sha: "b".into(),
+                recorded_by_run: 5,
+            },
+            reported_by_build: ReportedByBuild {
+                cell: Some("c".into()),
+                ..Default::default()
+            },
+            signed_by: None,
+        };
+        let v = serde_json::to_value(&p).unwrap();
+        assert_eq!(
+            v["buildRun"]["workflowPath"],
+            ".github/workflows/vouch-build.yml"
+        );
+        assert_eq!(v["request"]["authorAssociation"], "MEMBER");
+        assert_eq!(v["request"]["recordedByRun"], 5);
+        assert_eq!(v["reportedByBuild"], json!({ "cell": "c" }));
+        assert!(v.get("signedBy").is_none());
+        assert_eq!(serde_json::from_value::<PrBuildPredicate>(v).unwrap(), p);
     }
 
     #[test]

@@ -2,8 +2,14 @@
 //! producing run (metadata the producer cannot forge: workflow id, event, conclusion, head SHA,
 //! repository) and the signed provenance inside the artifact.
 //!
+//! Who produced the artifact depends on the build: a push build signs in its own run, so its
+//! artifact comes from the build workflow's run and carries SLSA provenance; a pull-request
+//! build (forks included) is signed afterwards by the signer workflow (`workflow_run`, default
+//! branch), so its artifact comes from the signer's run and carries a pr-build statement that
+//! names the build run and the `/test` request (see [`Expectation::signed_by_signer`]).
+//!
 //! [`fetch`] runs the design's stages, one module each, for each candidate until one passes:
-//! `locate` → `pin` → `download` → `extract` → `pair` → `verify` → `commit`. A candidate that
+//! `locate` → `wait` → `pin` → `download` → `extract` → `pair` → `verify` → `commit`. A candidate that
 //! fails a stage is recorded as a [`Rejection`] and the next one is tried; nothing reaches
 //! `out` before `commit`. Artifacts come from any [`ArtifactSource`] (see `source/`).
 //! [`pip_install_verified`] hands the committed wheels to pip; with extras,
@@ -19,38 +25,81 @@ mod pair;
 mod pin;
 mod source;
 mod verify;
+mod wait;
 
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use serde::Serialize;
 use vouch_core::Sha256Digest;
 use vouch_verify::{Trust, TrustSpec, Verified, VerifyError};
 
+pub use download::{Downloaded, download_zip};
 pub use extract::{ExtractLimits, extract_safely};
 pub use install::{
     Dependencies, InstallError, Installed, pip_install_dependencies, pip_install_verified,
     plan_dependencies,
 };
-pub use pin::{PinError, pin};
+pub use pin::{PinError, Producer, pin};
 pub use source::{
     ArtifactSource, BoxFuture, LocalStore, RunInfo, SOURCES, SourceInputs, SourceKind, SourceSpec,
     UnknownSource, publish,
 };
-pub use vouch_github::{Artifact, Run, Workflow};
+pub use vouch_github::{Artifact, Repository, Run, Workflow};
+
+/// The build workflow the generated workflows build with.
+pub const DEFAULT_BUILD_WORKFLOW: &str = ".github/workflows/vouch-build.yml";
+/// The workflow that signs pull-request builds (`workflow_run`, from the default branch).
+pub const DEFAULT_SIGNER_WORKFLOW: &str = ".github/workflows/vouch-sign.yml";
+/// The event a signer workflow runs under.
+pub const SIGNER_EVENT: &str = vouch_verify::SIGNER_EVENT;
 
 /// What the consumer expects to find.
 #[derive(Clone, Debug)]
 pub struct Expectation {
     /// `owner/name`.
     pub repo: String,
-    /// `.github/workflows/ci.yml`.
+    /// The build workflow, `.github/workflows/vouch-build.yml`.
     pub workflow: String,
+    /// The workflow that signs pull-request builds, `.github/workflows/vouch-sign.yml`.
+    pub signer_workflow: String,
+    /// The build's event.
     pub event: String,
     /// The commit under test: for PR builds the PR head.
     pub sha: String,
     pub pr: Option<u64>,
     pub artifact_name: String,
     pub cell: Option<String>,
+    /// How long to wait for the producing run to complete: a push build dispatches its tests
+    /// from inside its own run, so they may start before it ends. Zero: do not wait.
+    pub wait_for_run: Duration,
+}
+
+impl Expectation {
+    /// Whether the artifact was signed by the signer workflow rather than in the build run: a
+    /// pull-request build's run holds no OIDC token it could be trusted with.
+    pub fn signed_by_signer(&self) -> bool {
+        self.event == "pull_request"
+    }
+
+    /// The workflow whose run uploaded the artifact: the signer's for PR builds, else the
+    /// build's.
+    pub fn producing_workflow(&self) -> &str {
+        if self.signed_by_signer() {
+            &self.signer_workflow
+        } else {
+            &self.workflow
+        }
+    }
+
+    /// The event of the run that uploaded the artifact.
+    pub fn producing_event(&self) -> &str {
+        if self.signed_by_signer() {
+            SIGNER_EVENT
+        } else {
+            &self.event
+        }
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -197,11 +246,21 @@ pub async fn fetch(
     cfg: &VerifyConfig,
     out: &Path,
 ) -> Result<FetchReport, FetchError> {
+    let deadline = Instant::now() + exp.wait_for_run;
     let located = locate::locate(source, exp).await?;
     let trust = cfg.trust.load().map_err(FetchError::Trust)?;
+    let run = Fetch {
+        source,
+        exp,
+        cfg,
+        trust: &trust,
+        producer: &located.producer,
+        out,
+        deadline,
+    };
     let mut rejected = Vec::new();
     for artifact in &located.candidates {
-        match candidate(source, exp, cfg, &trust, &located.workflow, artifact, out).await {
+        match run.candidate(artifact).await {
             Ok((run_id, wheels)) => {
                 return Ok(FetchReport {
                     artifact_name: exp.artifact_name.clone(),
@@ -225,32 +284,48 @@ pub async fn fetch(
     })
 }
 
-/// Every stage after locate, for one candidate: its run id and the wheels written to `out`.
-async fn candidate(
-    source: &dyn ArtifactSource,
-    exp: &Expectation,
-    cfg: &VerifyConfig,
-    trust: &Trust,
-    workflow: &Workflow,
-    artifact: &Artifact,
-    out: &Path,
-) -> Result<(u64, Vec<FetchedWheel>), Stop> {
-    let id = artifact.id;
-    let run_id = locate::screen(artifact, exp)?;
-    let run = source.run(&exp.repo, run_id).await?;
-    pin(&run, artifact, exp, workflow)
-        .map_err(|e| reject(id, Some(run_id), RejectKind::Pin, e.to_string()))?;
-    let dl = download::download(source, exp, artifact, run_id).await?;
-    let files = extract_safely(
-        &dl.zip,
-        &dl.work.path().join("x"),
-        &ExtractLimits::default(),
-    )
-    .map_err(|reason| reject(id, Some(run_id), RejectKind::Archive, reason))?;
-    let pairs = pair::pair(&files)
-        .map_err(|e| reject(id, Some(run_id), RejectKind::Verify, e.to_string()))?;
-    let verified = verify::verify_all(pairs, id, exp, run_id, cfg, trust)?;
-    Ok((run_id, commit::commit(out, verified)?))
+/// What every candidate of one fetch is held to.
+struct Fetch<'a> {
+    source: &'a dyn ArtifactSource,
+    exp: &'a Expectation,
+    cfg: &'a VerifyConfig,
+    trust: &'a Trust,
+    producer: &'a Producer,
+    out: &'a Path,
+    /// When waiting for a producing run to complete stops, for all candidates together.
+    deadline: Instant,
+}
+
+impl Fetch<'_> {
+    /// Every stage after locate, for one candidate: its run id and the wheels written to
+    /// `out`.
+    async fn candidate(&self, artifact: &Artifact) -> Result<(u64, Vec<FetchedWheel>), Stop> {
+        let (source, exp) = (self.source, self.exp);
+        let id = artifact.id;
+        let run_id = locate::screen(artifact, exp)?;
+        let run = wait::until_completed(source, &exp.repo, run_id, self.deadline).await?;
+        if run.status != "completed" {
+            let e = PinError::NotCompleted {
+                status: run.status.clone(),
+                waited: exp.wait_for_run.as_secs(),
+            };
+            return Err(reject(id, Some(run_id), RejectKind::Pin, e.to_string()).into());
+        }
+        pin(&run, artifact, exp, self.producer)
+            .map_err(|e| reject(id, Some(run_id), RejectKind::Pin, e.to_string()))?;
+        let dl = download::download(source, exp, artifact, run_id).await?;
+        let files = extract_safely(
+            &dl.zip,
+            &dl.work.path().join("x"),
+            &ExtractLimits::default(),
+        )
+        .map_err(|reason| reject(id, Some(run_id), RejectKind::Archive, reason))?;
+        let pairs = pair::pair(&files)
+            .map_err(|e| reject(id, Some(run_id), RejectKind::Verify, e.to_string()))?;
+        let verified =
+            verify::verify_all(pairs, id, exp, run_id, self.producer, self.cfg, self.trust)?;
+        Ok((run_id, commit::commit(self.out, verified)?))
+    }
 }
 
 fn error_chain(e: &dyn std::error::Error) -> String {

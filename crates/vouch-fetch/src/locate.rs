@@ -1,13 +1,15 @@
 //! Locate: the candidates for the expected artifact name (a lookup hint only), newest first,
 //! and the cheap rejections the listing alone allows.
 
-use vouch_github::{Artifact, Workflow};
+use vouch_github::{Artifact, GithubError};
 
-use crate::{ArtifactSource, Expectation, FetchError, PinError, RejectKind, Rejection, reject};
+use crate::{
+    ArtifactSource, Expectation, FetchError, PinError, Producer, RejectKind, Rejection, reject,
+};
 
 pub(crate) struct Located {
-    /// The expected workflow file as the source knows it: runs are pinned to its id.
-    pub workflow: Workflow,
+    /// Who must have uploaded the artifact, as the source knows it.
+    pub producer: Producer,
     pub candidates: Vec<Artifact>,
 }
 
@@ -15,21 +17,39 @@ pub(crate) async fn locate(
     source: &dyn ArtifactSource,
     exp: &Expectation,
 ) -> Result<Located, FetchError> {
-    let workflow = source.workflow(&exp.repo, &exp.workflow).await?;
+    let workflow = source.workflow(&exp.repo, exp.producing_workflow()).await?;
+    // A signer counts only when it runs the default branch's workflow file; which branch that
+    // is, only the repository itself says.
+    let default_branch = if exp.signed_by_signer() {
+        let repo = source.repository(&exp.repo).await?;
+        let branch = repo.default_branch.filter(|b| !b.is_empty());
+        Some(branch.ok_or_else(|| {
+            FetchError::Github(GithubError::Protocol {
+                url: format!("repos/{}", exp.repo),
+                reason: "the repository names no default_branch".into(),
+            })
+        })?)
+    } else {
+        None
+    };
     let mut candidates = source
         .artifacts_named(&exp.repo, &exp.artifact_name)
         .await?;
     // Newest first: a re-run's artifact supersedes the first attempt's.
     candidates.sort_by(|a, b| (&b.created_at, b.id).cmp(&(&a.created_at, a.id)));
     Ok(Located {
-        workflow,
+        producer: Producer {
+            workflow,
+            default_branch,
+        },
         candidates,
     })
 }
 
 /// The run `artifact` names, unless the listing already rules it out. The listing names the
 /// run's head commit: a decoy of another commit costs no run lookup (the run's own head_sha is
-/// checked when pinning).
+/// checked when pinning). A signer's run is of the default branch's head, not the PR's: its
+/// commit says nothing about the build.
 pub(crate) fn screen(artifact: &Artifact, exp: &Expectation) -> Result<u64, Rejection> {
     let id = artifact.id;
     let run_id = artifact.run_id();
@@ -46,6 +66,7 @@ pub(crate) fn screen(artifact: &Artifact, exp: &Expectation) -> Result<u64, Reje
         .workflow_run
         .as_ref()
         .and_then(|r| r.head_sha.as_deref())
+        && !exp.signed_by_signer()
         && h != exp.sha
     {
         return Err(pin_err(PinError::ListedHeadSha {
@@ -69,11 +90,13 @@ mod tests {
         let exp = Expectation {
             repo: "o/r".into(),
             workflow: "ci.yml".into(),
+            signer_workflow: "sign.yml".into(),
             event: "push".into(),
             sha: SHA.into(),
             pr: None,
             artifact_name: "a".into(),
             cell: None,
+            wait_for_run: std::time::Duration::ZERO,
         };
         let listed = |expired: bool, run: Option<u64>, head: Option<&str>| Artifact {
             id: 9,
@@ -84,6 +107,7 @@ mod tests {
             workflow_run: Some(RunRef {
                 id: run,
                 head_sha: head.map(str::to_owned),
+                ..RunRef::default()
             }),
         };
         let cases = [
@@ -109,5 +133,15 @@ mod tests {
             let got = screen(&artifact, &exp).map_err(|r| (r.kind, r.reason));
             assert_eq!(got, want, "{artifact:?}");
         }
+        // A signer's run is of the default branch's head: its commit is no reason to skip it.
+        let pr = Expectation {
+            event: "pull_request".into(),
+            pr: Some(7),
+            ..exp
+        };
+        assert_eq!(
+            screen(&listed(false, Some(5), Some("22")), &pr).ok(),
+            Some(5)
+        );
     }
 }

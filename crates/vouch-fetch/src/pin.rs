@@ -1,9 +1,23 @@
 //! Pin: is this run the one the consumer expects? Every check reads API metadata the producer
 //! cannot forge. The run's `path` is not compared (it may carry `@ref`); the workflow id is.
+//!
+//! Two kinds of run upload what a consumer installs: a push build's own run (its head is the
+//! commit under test), and for pull-request builds the signer workflow's `workflow_run` run
+//! (it runs the default branch's head; the build it signed is named by the signed statement,
+//! which `verify` holds to the expected PR and head).
 
 use vouch_github::{Artifact, Run, Workflow};
 
 use crate::Expectation;
+
+/// The run an artifact must come from, as the source knows it.
+#[derive(Clone, Debug)]
+pub struct Producer {
+    /// The producing workflow file: runs are pinned to its id.
+    pub workflow: Workflow,
+    /// The repository's default branch, the one a signer must run from (signer runs only).
+    pub default_branch: Option<String>,
+}
 
 /// Why a run is not the expected one. The messages are shown per rejected candidate.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -18,8 +32,18 @@ pub enum PinError {
     Event { found: String, expected: String },
     #[error("run did not succeed (status {status:?}, conclusion {conclusion:?})")]
     NotSucceeded { status: String, conclusion: String },
+    #[error("run is still {status:?}{}", waited_for(*.waited))]
+    NotCompleted { status: String, waited: u64 },
     #[error("run's head_sha is {found}, expected {expected}")]
     HeadSha { found: String, expected: String },
+    #[error(
+        "run's head_branch is {}, expected {expected:?}: a signer counts only when it runs the default branch's workflow",
+        .found.as_deref().map_or_else(|| "null".to_owned(), |b| format!("{b:?}"))
+    )]
+    HeadBranch {
+        found: Option<String>,
+        expected: String,
+    },
     #[error("run belongs to {found:?}, expected {expected:?}")]
     Repository { found: String, expected: String },
     #[error("a {event} build's head repository is {found:?}, a fork or another repository")]
@@ -29,8 +53,6 @@ pub enum PinError {
         display_id(*.artifact_run)
     )]
     ArtifactRun { artifact_run: Option<u64>, run: u64 },
-    #[error("run is not for pull request #{0}")]
-    PullRequest(u64),
     /// Seen in the listing already, before the run is fetched.
     #[error("artifact's workflow_run.head_sha is {found}, expected {expected}")]
     ListedHeadSha { found: String, expected: String },
@@ -42,25 +64,35 @@ fn display_id(id: Option<u64>) -> String {
     id.map_or_else(|| "null".into(), |n| n.to_string())
 }
 
-/// Checks `run` (fetched by the id `artifact` names) against `exp`; `workflow` is the expected
-/// workflow file as the source resolved it, since runs name their workflow by id.
+fn waited_for(seconds: u64) -> String {
+    if seconds == 0 {
+        " (not waited for)".to_owned()
+    } else {
+        format!(" after {seconds}s of waiting for it to complete")
+    }
+}
+
+/// Checks `run` (fetched by the id `artifact` names) against `exp`; `producer` is the
+/// producing workflow as the source resolved it, since runs name their workflow by id.
 pub fn pin(
     run: &Run,
     artifact: &Artifact,
     exp: &Expectation,
-    workflow: &Workflow,
+    producer: &Producer,
 ) -> Result<(), PinError> {
+    let workflow = &producer.workflow;
     if run.workflow_id != Some(workflow.id) {
         return Err(PinError::Workflow {
             found: run.workflow_id,
             expected: workflow.id,
-            path: exp.workflow.clone(),
+            path: exp.producing_workflow().to_owned(),
         });
     }
-    if run.event != exp.event {
+    let event = exp.producing_event();
+    if run.event != event {
         return Err(PinError::Event {
             found: run.event.clone(),
-            expected: exp.event.clone(),
+            expected: event.to_owned(),
         });
     }
     let conclusion = run.conclusion.as_deref().unwrap_or("");
@@ -70,11 +102,24 @@ pub fn pin(
             conclusion: conclusion.to_owned(),
         });
     }
-    if run.head_sha != exp.sha {
-        return Err(PinError::HeadSha {
-            found: run.head_sha.clone(),
-            expected: exp.sha.clone(),
-        });
+    match &producer.default_branch {
+        // A signer run is of the default branch; the commit under test is the statement's.
+        Some(branch) if exp.signed_by_signer() => {
+            if run.head_branch.as_deref() != Some(branch.as_str()) {
+                return Err(PinError::HeadBranch {
+                    found: run.head_branch.clone(),
+                    expected: branch.clone(),
+                });
+            }
+        }
+        _ => {
+            if run.head_sha != exp.sha {
+                return Err(PinError::HeadSha {
+                    found: run.head_sha.clone(),
+                    expected: exp.sha.clone(),
+                });
+            }
+        }
     }
     let repo = run.repository.clone().unwrap_or_default();
     if repo.full_name != exp.repo {
@@ -83,11 +128,11 @@ pub fn pin(
             expected: exp.repo.clone(),
         });
     }
+    // Both kinds of producing run run the repository's own code: never a fork's.
     let head = run.head_repository.clone().unwrap_or_default();
-    // Only pull_request builds may come from a fork; they are held to the PR checks instead.
-    if exp.event != "pull_request" && (head.full_name != exp.repo || head.fork) {
+    if head.full_name != exp.repo || head.fork {
         return Err(PinError::HeadRepository {
-            event: exp.event.clone(),
+            event: event.to_owned(),
             found: head.full_name,
         });
     }
@@ -97,35 +142,30 @@ pub fn pin(
             run: run.id,
         });
     }
-    if let Some(n) = exp.pr
-        && let Some(prs) = &run.pull_requests
-        // Fork PRs have an empty pull_requests list by design; same-repo PRs list theirs.
-        && !head.fork
-        && !prs.iter().any(|p| p.number == n)
-    {
-        return Err(PinError::PullRequest(n));
-    }
     Ok(())
 }
 
 #[cfg(test)]
 mod tests {
-    use vouch_github::{PullRequestRef, Repository, RunRef};
+    use vouch_github::{Repository, RunRef};
 
     use super::*;
 
     const SHA: &str = "1111111111111111111111111111111111111111";
     const OTHER: &str = "3333333333333333333333333333333333333333";
+    const MAIN: &str = "5555555555555555555555555555555555555555";
 
     fn exp(event: &str, pr: Option<u64>) -> Expectation {
         Expectation {
             repo: "cupy/cupy".into(),
             workflow: ".github/workflows/ci.yml".into(),
+            signer_workflow: ".github/workflows/vouch-sign.yml".into(),
             event: event.into(),
             sha: SHA.into(),
             pr,
             artifact_name: "a".into(),
             cell: None,
+            wait_for_run: std::time::Duration::ZERO,
         }
     }
 
@@ -133,24 +173,32 @@ mod tests {
         Some(Repository {
             full_name: name.into(),
             fork,
+            ..Repository::default()
         })
     }
 
-    fn run(event: &str, prs: Option<Vec<u64>>) -> Run {
+    fn run(event: &str) -> Run {
         Run {
             id: 500,
             workflow_id: Some(7),
+            path: None,
             event: event.into(),
             status: "completed".into(),
             conclusion: Some("success".into()),
             head_sha: SHA.into(),
+            head_branch: Some("main".into()),
+            run_attempt: Some(1),
             repository: repo("cupy/cupy", false),
             head_repository: repo("cupy/cupy", false),
-            pull_requests: prs.map(|v| {
-                v.into_iter()
-                    .map(|number| PullRequestRef { number })
-                    .collect()
-            }),
+            pull_requests: None,
+        }
+    }
+
+    /// The signer's run for PR 7: of the default branch's head, not of the PR's.
+    fn sign_run() -> Run {
+        Run {
+            head_sha: MAIN.into(),
+            ..run("workflow_run")
         }
     }
 
@@ -164,14 +212,20 @@ mod tests {
             workflow_run: Some(RunRef {
                 id: run,
                 head_sha: Some(SHA.into()),
+                ..RunRef::default()
             }),
         }
     }
 
-    const WORKFLOW: Workflow = Workflow {
-        id: 7,
-        path: String::new(),
-    };
+    fn producer(signer: bool) -> Producer {
+        Producer {
+            workflow: Workflow {
+                id: 7,
+                path: String::new(),
+            },
+            default_branch: signer.then(|| "main".to_owned()),
+        }
+    }
 
     #[test]
     fn each_rejection_reason() {
@@ -282,39 +336,73 @@ mod tests {
                     run: 500,
                 }),
             ),
-            (
-                "PR build listing another PR",
-                exp("pull_request", Some(7)),
-                |r, _| *r = run("pull_request", Some(vec![8])),
-                Some(PinError::PullRequest(7)),
-            ),
-            (
-                "PR build listing its PR",
-                exp("pull_request", Some(7)),
-                |r, _| *r = run("pull_request", Some(vec![8, 7])),
-                None,
-            ),
-            (
-                "fork PR: empty list by design",
-                exp("pull_request", Some(7)),
-                |r, _| {
-                    *r = run("pull_request", Some(vec![]));
-                    r.head_repository = repo("contributor/cupy", true);
-                },
-                None,
-            ),
-            (
-                "PR list absent",
-                exp("pull_request", Some(7)),
-                |r, _| *r = run("pull_request", None),
-                None,
-            ),
         ];
         for (what, exp, edit, want) in cases {
-            let mut r = run(&exp.event, None);
+            let mut r = run(&exp.event);
             let mut a = artifact(Some(500));
             edit(&mut r, &mut a);
-            assert_eq!(pin(&r, &a, exp, &WORKFLOW).err(), *want, "{what}");
+            assert_eq!(pin(&r, &a, exp, &producer(false)).err(), *want, "{what}");
+        }
+    }
+
+    /// A PR build's artifact comes from the signer's run: `workflow_run`, on the default
+    /// branch, of the repository itself; its head commit is not the PR's.
+    #[test]
+    fn signer_runs() {
+        type Edit = fn(&mut Run);
+        let cases: &[(&str, Edit, Option<PinError>)] = &[
+            ("the signer's run", |_| {}, None),
+            (
+                "the PR's own build run",
+                |r| r.event = "pull_request".into(),
+                Some(PinError::Event {
+                    found: "pull_request".into(),
+                    expected: "workflow_run".into(),
+                }),
+            ),
+            (
+                "a signer run of another branch",
+                |r| r.head_branch = Some("feature".into()),
+                Some(PinError::HeadBranch {
+                    found: Some("feature".into()),
+                    expected: "main".into(),
+                }),
+            ),
+            (
+                "no branch",
+                |r| r.head_branch = None,
+                Some(PinError::HeadBranch {
+                    found: None,
+                    expected: "main".into(),
+                }),
+            ),
+            (
+                "a fork's head",
+                |r| r.head_repository = repo("contributor/cupy", true),
+                Some(PinError::HeadRepository {
+                    event: "workflow_run".into(),
+                    found: "contributor/cupy".into(),
+                }),
+            ),
+            (
+                "a cancelled signer",
+                |r| r.conclusion = Some("cancelled".into()),
+                Some(PinError::NotSucceeded {
+                    status: "completed".into(),
+                    conclusion: "cancelled".into(),
+                }),
+            ),
+        ];
+        for (what, edit, want) in cases {
+            let mut r = sign_run();
+            edit(&mut r);
+            let got = pin(
+                &r,
+                &artifact(Some(500)),
+                &exp("pull_request", Some(7)),
+                &producer(true),
+            );
+            assert_eq!(got.err(), *want, "{what}");
         }
     }
 
@@ -352,7 +440,27 @@ mod tests {
                 },
                 "artifact's workflow_run.id is not the run (the artifact names run 501, the run is 500)",
             ),
-            (PinError::PullRequest(7), "run is not for pull request #7"),
+            (
+                PinError::NotCompleted {
+                    status: "in_progress".into(),
+                    waited: 0,
+                },
+                "run is still \"in_progress\" (not waited for)",
+            ),
+            (
+                PinError::NotCompleted {
+                    status: "queued".into(),
+                    waited: 900,
+                },
+                "run is still \"queued\" after 900s of waiting for it to complete",
+            ),
+            (
+                PinError::HeadBranch {
+                    found: Some("feature".into()),
+                    expected: "main".into(),
+                },
+                "run's head_branch is \"feature\", expected \"main\": a signer counts only when it runs the default branch's workflow",
+            ),
         ];
         for (e, want) in cases {
             assert_eq!(e.to_string(), want);

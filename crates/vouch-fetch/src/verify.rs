@@ -1,13 +1,15 @@
 //! Verify: each paired wheel against its bundle, under the policy the expectation and the
-//! pinned run imply.
+//! pinned run imply: SLSA provenance signed in the build run for a push build; for a
+//! pull-request build, a pr-build statement signed by the pinned signer run that names the
+//! expected PR, head, build workflow and artifact.
 
 use std::path::Path;
 
 use vouch_core::Sha256Digest;
-use vouch_verify::{Evidence, Policy, Trust, Verified, VerifyError};
+use vouch_verify::{ErrorKind, Evidence, Policy, Trust, Verified, VerifyError};
 
 use crate::pair::Pair;
-use crate::{Expectation, RejectKind, Rejection, VerifyConfig, reject};
+use crate::{Expectation, Producer, RejectKind, Rejection, VerifyConfig, reject};
 
 /// A wheel that passed, with what was verified about it.
 pub(crate) struct VerifiedFile {
@@ -22,13 +24,15 @@ pub(crate) fn verify_all(
     artifact_id: u64,
     exp: &Expectation,
     run_id: u64,
+    producer: &Producer,
     cfg: &VerifyConfig,
     trust: &Trust,
 ) -> Result<Vec<VerifiedFile>, Rejection> {
+    let policy = policy_for(exp, run_id, producer, cfg);
     pairs
         .into_iter()
         .map(
-            |pair| match verify_wheel(&pair.wheel, &pair.bundle, exp, run_id, cfg, trust) {
+            |pair| match verify_wheel(&pair.wheel, &pair.bundle, exp, &policy, trust) {
                 Ok((sha256, verified)) => Ok(VerifiedFile {
                     pair,
                     sha256,
@@ -54,20 +58,36 @@ pub(crate) fn verify_all(
         .collect()
 }
 
-fn policy_for(exp: &Expectation, run_id: u64, cfg: &VerifyConfig) -> Policy {
-    let pr_build = exp.event == "pull_request";
-    Policy {
+fn policy_for(exp: &Expectation, run_id: u64, producer: &Producer, cfg: &VerifyConfig) -> Policy {
+    let common = Policy {
         repository: Some(exp.repo.clone()),
-        build_workflow: Some(exp.workflow.clone()),
-        event: Some(exp.event.clone()),
         run_id: Some(run_id.to_string()),
-        // Under pull_request the certificate names the merge commit; the head is checked
-        // through the statement's pr_head_sha below.
-        sha: (!pr_build).then(|| exp.sha.clone()),
         runner: cfg.runner.clone(),
-        pr: exp.pr,
         cell: exp.cell.clone(),
         ..Policy::default()
+    };
+    match (&producer.default_branch, exp.signed_by_signer()) {
+        (Some(branch), true) => {
+            // The signer's certificate names its own workflow file at the default branch, as
+            // signer and as top-level workflow (workflow_run starts it directly).
+            let signer = format!("{}@refs/heads/{branch}", exp.signer_workflow);
+            Policy {
+                signer_workflow: Some(signer.clone()),
+                build_workflow: Some(signer),
+                event: Some(crate::SIGNER_EVENT.to_owned()),
+                predicate_type: vouch_verify::PREDICATE_PR_BUILD_V1.to_owned(),
+                pr: exp.pr,
+                pr_head_sha: Some(exp.sha.clone()),
+                pr_build_workflow: Some(exp.workflow.clone()),
+                ..common
+            }
+        }
+        _ => Policy {
+            build_workflow: Some(exp.workflow.clone()),
+            event: Some(exp.event.clone()),
+            sha: Some(exp.sha.clone()),
+            ..common
+        },
     }
 }
 
@@ -75,13 +95,12 @@ fn verify_wheel(
     file: &Path,
     bundle: &Path,
     exp: &Expectation,
-    run_id: u64,
-    cfg: &VerifyConfig,
+    policy: &Policy,
     trust: &Trust,
 ) -> Result<(Sha256Digest, Verified), VerifyError> {
     let data = std::fs::read(file).map_err(|e| {
         VerifyError::with_source(
-            vouch_verify::ErrorKind::Bundle,
+            ErrorKind::Bundle,
             format!("cannot read the extracted {}", file.display()),
             e,
         )
@@ -89,33 +108,31 @@ fn verify_wheel(
     let digest = Sha256Digest::of(&data);
     let text = std::fs::read_to_string(bundle).map_err(|e| {
         VerifyError::with_source(
-            vouch_verify::ErrorKind::Bundle,
+            ErrorKind::Bundle,
             format!("cannot read {}", bundle.display()),
             e,
         )
     })?;
     let evidence: Vec<Evidence> =
         vouch_verify::parse_evidence(&text, &bundle.display().to_string())?;
-    let policy = policy_for(exp, run_id, cfg);
     if evidence.is_empty() {
-        return Err(VerifyError::new(
-            vouch_verify::ErrorKind::Bundle,
-            "empty evidence",
-        ));
+        return Err(VerifyError::new(ErrorKind::Bundle, "empty evidence"));
     }
     let mut verified = None;
     for ev in &evidence {
-        verified = Some(trust.verify(&digest, ev, &policy)?);
+        verified = Some(trust.verify(&digest, ev, policy)?);
     }
     let verified = verified.expect("evidence is not empty");
-    if exp.event == "pull_request" {
-        let head = verified.statement.claims.pr_head_sha.as_deref();
-        if head != Some(exp.sha.as_str()) {
+    if let Some(p) = &verified.statement.pr_build {
+        // The signer names the build artifact it signed from; it must be the one this name
+        // stands for, not another cell's wheel under this artifact's name.
+        let want = format!("unsigned-{}", exp.artifact_name);
+        if p.build_run.artifact_name != want {
             return Err(VerifyError::mismatch(
-                vouch_verify::ErrorKind::Statement,
-                "statement PR head SHA (internalParameters.vouch.pr_head_sha)",
-                &exp.sha,
-                head,
+                ErrorKind::Policy,
+                "statement buildRun.artifactName",
+                &want,
+                Some(&p.build_run.artifact_name),
             ));
         }
     }

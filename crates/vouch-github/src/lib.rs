@@ -1,5 +1,6 @@
-//! A small async GitHub REST client for what a consumer of build artifacts needs: resolve a
-//! workflow file to its id, list artifacts by exact name, get a run, download an artifact by id.
+//! A small async GitHub REST client for what vouch needs: resolve a workflow file to its id,
+//! list artifacts by exact name or by run, get a run, a repository and pull requests, download
+//! an artifact by id.
 //!
 //! The token never leaves this crate except as the `Authorization` header of requests to the
 //! API host: redirects are followed by hand, without credentials, and URLs are logged without
@@ -16,11 +17,15 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 use vouch_http::{HttpError, Redirects};
 
-pub use models::{Artifact, PullRequestRef, Repository, Run, RunRef, Workflow};
+pub use models::{
+    Artifact, Owner, PullEnd, PullRequest, PullRequestRef, Repository, Run, RunRef, Workflow,
+};
 pub use vouch_http::{Download, ProgressFn, redact};
 
 pub const API_VERSION: &str = "2022-11-28";
-/// Pages of the artifact listing followed at most (100 artifacts each).
+/// GitHub's public API.
+pub const DEFAULT_API_URL: &str = "https://api.github.com";
+/// Pages of a listing followed at most (100 entries each).
 const MAX_PAGES: usize = 20;
 
 #[derive(Debug, thiserror::Error)]
@@ -149,26 +154,29 @@ impl GithubClient {
             .await
     }
 
-    /// All artifacts with exactly this name (following `Link: rel="next"`). Entries of other
-    /// names are skipped unread; a matching entry that is malformed is an error.
-    pub async fn artifacts_named(
+    /// Every entry of a paginated listing (following `Link: rel="next"`), each with the URL of
+    /// the page it came from. `key` names the array in the answer; `None` when the answer is
+    /// the array itself.
+    async fn list(
         &self,
-        repo: &str,
-        name: &str,
-    ) -> Result<Vec<Artifact>, GithubError> {
-        let mut url = format!(
-            "{}/repos/{repo}/actions/artifacts?name={}&per_page=100",
-            self.api,
-            urlencode(name)
-        );
+        first: String,
+        key: Option<&str>,
+    ) -> Result<Vec<(Value, String)>, GithubError> {
+        let mut url = first;
         let mut out = Vec::new();
         for _ in 0..MAX_PAGES {
             let (v, next) = self.get_json(&url).await?;
-            for a in v["artifacts"].as_array().cloned().unwrap_or_default() {
-                if a["name"] == name {
-                    out.push(parse(a, || url.clone())?);
-                }
-            }
+            let items = match key {
+                Some(k) => &v[k],
+                None => &v,
+            };
+            let Some(items) = items.as_array() else {
+                return Err(GithubError::Protocol {
+                    url: redact(&url),
+                    reason: format!("the answer holds no array {}", key.unwrap_or("")),
+                });
+            };
+            out.extend(items.iter().map(|i| (i.clone(), url.clone())));
             match next {
                 // The token goes with the request: follow only links on the API's own origin.
                 Some(n) if same_origin(&n, &self.api) => url = n,
@@ -182,6 +190,68 @@ impl GithubClient {
             }
         }
         Ok(out)
+    }
+
+    /// All artifacts with exactly this name. Entries of other names are skipped unread; a
+    /// matching entry that is malformed is an error.
+    pub async fn artifacts_named(
+        &self,
+        repo: &str,
+        name: &str,
+    ) -> Result<Vec<Artifact>, GithubError> {
+        let url = format!(
+            "{}/repos/{repo}/actions/artifacts?name={}&per_page=100",
+            self.api,
+            urlencode(name)
+        );
+        self.list(url, Some("artifacts"))
+            .await?
+            .into_iter()
+            .filter(|(a, _)| a["name"] == name)
+            .map(|(a, page)| parse(a, || page))
+            .collect()
+    }
+
+    /// `GET /repos/{repo}/actions/runs/{id}/artifacts`: every artifact the run uploaded.
+    pub async fn run_artifacts(&self, repo: &str, id: u64) -> Result<Vec<Artifact>, GithubError> {
+        let url = format!(
+            "{}/repos/{repo}/actions/runs/{id}/artifacts?per_page=100",
+            self.api
+        );
+        self.list(url, Some("artifacts"))
+            .await?
+            .into_iter()
+            .map(|(a, page)| parse(a, || page))
+            .collect()
+    }
+
+    /// `GET /repos/{repo}`: its id and default branch among others.
+    pub async fn repository(&self, repo: &str) -> Result<Repository, GithubError> {
+        self.get_typed(&format!("/repos/{repo}")).await
+    }
+
+    /// `GET /repos/{repo}/pulls/{n}`.
+    pub async fn pull_request(&self, repo: &str, n: u64) -> Result<PullRequest, GithubError> {
+        self.get_typed(&format!("/repos/{repo}/pulls/{n}")).await
+    }
+
+    /// The open pull requests whose head is `owner:branch` (`GET /repos/{repo}/pulls?head=`):
+    /// how a fork PR's run is tied to its PR, since its `pull_requests` list is empty.
+    pub async fn open_pulls_from(
+        &self,
+        repo: &str,
+        head: &str,
+    ) -> Result<Vec<PullRequest>, GithubError> {
+        let url = format!(
+            "{}/repos/{repo}/pulls?head={}&state=open&per_page=100",
+            self.api,
+            urlencode(head)
+        );
+        self.list(url, None)
+            .await?
+            .into_iter()
+            .map(|(p, page)| parse(p, || page))
+            .collect()
     }
 
     /// `GET /repos/{repo}/actions/runs/{id}`.

@@ -35,6 +35,13 @@ pub struct RunRef {
     pub id: Option<u64>,
     #[serde(default)]
     pub head_sha: Option<String>,
+    #[serde(default)]
+    pub repository_id: Option<u64>,
+    /// The repository the run's head came from: not the base repository's id for a fork.
+    #[serde(default)]
+    pub head_repository_id: Option<u64>,
+    #[serde(default)]
+    pub head_branch: Option<String>,
 }
 
 impl Artifact {
@@ -49,6 +56,9 @@ pub struct Run {
     pub id: u64,
     #[serde(default)]
     pub workflow_id: Option<u64>,
+    /// The workflow file, possibly with `@ref`; decide on `workflow_id`.
+    #[serde(default)]
+    pub path: Option<String>,
     #[serde(default)]
     pub event: String,
     #[serde(default)]
@@ -57,6 +67,11 @@ pub struct Run {
     pub conclusion: Option<String>,
     #[serde(default)]
     pub head_sha: String,
+    /// The branch the head is on (a fork's branch for fork PRs).
+    #[serde(default)]
+    pub head_branch: Option<String>,
+    #[serde(default)]
+    pub run_attempt: Option<u64>,
     #[serde(default)]
     pub repository: Option<Repository>,
     #[serde(default)]
@@ -66,17 +81,55 @@ pub struct Run {
     pub pull_requests: Option<Vec<PullRequestRef>>,
 }
 
+/// A repository as runs and pull requests embed it, and as `GET /repos/{repo}` answers.
 #[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
 pub struct Repository {
+    #[serde(default)]
+    pub id: Option<u64>,
     #[serde(default)]
     pub full_name: String,
     #[serde(default)]
     pub fork: bool,
+    #[serde(default)]
+    pub owner: Option<Owner>,
+    /// Given by `GET /repos/{repo}`; embedded copies may leave it out.
+    #[serde(default)]
+    pub default_branch: Option<String>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+pub struct Owner {
+    #[serde(default)]
+    pub login: String,
 }
 
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq, Eq)]
 pub struct PullRequestRef {
     pub number: u64,
+}
+
+/// `GET /repos/{repo}/pulls/{n}` (and each entry of the pulls listing).
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, Eq)]
+pub struct PullRequest {
+    pub number: u64,
+    /// `open` or `closed`.
+    #[serde(default)]
+    pub state: String,
+    pub head: PullEnd,
+    pub base: PullEnd,
+}
+
+/// A pull request's head or base.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+pub struct PullEnd {
+    /// The branch name (`main`, a fork's `feature`).
+    #[serde(default, rename = "ref")]
+    pub git_ref: String,
+    #[serde(default)]
+    pub sha: String,
+    /// `null` when the head's fork was deleted.
+    #[serde(default)]
+    pub repo: Option<Repository>,
 }
 
 #[cfg(test)]
@@ -98,5 +151,11 @@ mod tests {
         let r: Run = serde_json::from_str(r#"{"id": 1, "pull_requests": []}"#).unwrap();
         assert_eq!(r.pull_requests, Some(vec![]));
         assert_eq!(r.head_repository, None);
+        let p: PullRequest = serde_json::from_str(
+            r#"{"number": 7, "head": {"ref": "f", "sha": "h", "repo": null}, "base": {"ref": "main"}}"#,
+        )
+        .unwrap();
+        assert_eq!((p.head.git_ref.as_str(), p.head.repo), ("f", None));
+        assert!(serde_json::from_str::<PullRequest>(r#"{"number": 7}"#).is_err());
     }
 }

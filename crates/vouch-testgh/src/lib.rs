@@ -3,9 +3,14 @@
 //! `Link`, 302 to a blob URL on another "host" (path), 410 for expired artifacts, 403/429 with
 //! `retry-after`, 5xx — plus fault injection, and records what it saw. [`webhook`] is a
 //! second, simpler double: an endpoint that records raw POSTs (FlexCI's webhook, `dispatches`).
+//!
+//! The store: `repository.json` (`GET /repos/{o}/{r}`), `workflows/<file>.json`,
+//! `runs/<id>.json`, `artifacts/<id>.json` + `<id>.zip` (listed by name and by run), and
+//! `pulls/<n>.json` (`GET pulls/{n}` and `GET pulls?head=owner:branch&state=`).
 
 pub mod webhook;
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -105,16 +110,9 @@ async fn workflow(
         .map_or_else(not_found, |v| axum::Json(v).into_response())
 }
 
-async fn artifacts(
-    State(st): State<St>,
-    headers: HeaderMap,
-    AxPath((o, r)): AxPath<(String, String)>,
-    Query(q): Query<std::collections::HashMap<String, String>>,
-) -> Response {
-    if let Some(r) = api_gate(&st, &headers) {
-        return r;
-    }
-    let mut all: Vec<Value> = std::fs::read_dir(st.store.join("artifacts"))
+/// Every JSON object in the store's directory `dir`, in no order.
+fn read_all(st: &St, dir: &str) -> Vec<Value> {
+    std::fs::read_dir(st.store.join(dir))
         .into_iter()
         .flatten()
         .filter_map(|e| {
@@ -122,8 +120,14 @@ async fn artifacts(
             (p.extension()? == "json")
                 .then(|| serde_json::from_str::<Value>(&std::fs::read_to_string(p).ok()?).ok())?
         })
-        .filter(|a| q.get("name").is_none_or(|n| a["name"] == n.as_str()))
-        // Expired artifacts are no longer listed (since 2026-09-24).
+        .collect()
+}
+
+/// The stored artifacts as a listing shows them: expired ones are no longer listed (since
+/// 2026-09-24), newest id first, with the faults applied.
+fn listed_artifacts(st: &St) -> Vec<Value> {
+    let mut all: Vec<Value> = read_all(st, "artifacts")
+        .into_iter()
         .filter(|a| a["expired"] != true)
         .map(|mut a| {
             if let Some(d) = st.faults.listed_digest.lock().unwrap().as_ref() {
@@ -133,6 +137,19 @@ async fn artifacts(
         })
         .collect();
     all.sort_by_key(|a| std::cmp::Reverse(a["id"].as_u64()));
+    all
+}
+
+/// One page (`?page=`, the fault's page size) of `all` under `key`, with `Link: rel="next"`
+/// to `path?<keep>&per_page=..&page=..` when more follow.
+fn page_of(
+    st: &St,
+    all: Vec<Value>,
+    key: Option<&str>,
+    path: &str,
+    keep: &str,
+    q: &HashMap<String, String>,
+) -> Response {
     let size = st.faults.page_size.load(Ordering::Relaxed).max(1) as usize;
     let page: usize = q.get("page").and_then(|p| p.parse().ok()).unwrap_or(1);
     let chunk: Vec<Value> = all
@@ -141,18 +158,130 @@ async fn artifacts(
         .take(size)
         .cloned()
         .collect();
-    let mut resp =
-        axum::Json(json!({"total_count": all.len(), "artifacts": chunk})).into_response();
+    let body = match key {
+        Some(k) => json!({"total_count": all.len(), k: chunk}),
+        None => Value::Array(chunk),
+    };
+    let mut resp = axum::Json(body).into_response();
     if page * size < all.len() {
-        let name = q.get("name").cloned().unwrap_or_default();
         let link = format!(
-            "<{}/repos/{o}/{r}/actions/artifacts?name={name}&per_page={size}&page={}>; rel=\"next\"",
+            "<{}{path}?{keep}per_page={size}&page={}>; rel=\"next\"",
             st.base,
             page + 1
         );
         resp.headers_mut().insert("link", link.parse().unwrap());
     }
     resp
+}
+
+async fn artifacts(
+    State(st): State<St>,
+    headers: HeaderMap,
+    AxPath((o, r)): AxPath<(String, String)>,
+    Query(q): Query<HashMap<String, String>>,
+) -> Response {
+    if let Some(r) = api_gate(&st, &headers) {
+        return r;
+    }
+    let all: Vec<Value> = listed_artifacts(&st)
+        .into_iter()
+        .filter(|a| q.get("name").is_none_or(|n| a["name"] == n.as_str()))
+        .collect();
+    let keep = q
+        .get("name")
+        .map(|n| format!("name={n}&"))
+        .unwrap_or_default();
+    page_of(
+        &st,
+        all,
+        Some("artifacts"),
+        &format!("/repos/{o}/{r}/actions/artifacts"),
+        &keep,
+        &q,
+    )
+}
+
+async fn run_artifacts(
+    State(st): State<St>,
+    headers: HeaderMap,
+    AxPath((o, r, id)): AxPath<(String, String, u64)>,
+    Query(q): Query<HashMap<String, String>>,
+) -> Response {
+    if let Some(r) = api_gate(&st, &headers) {
+        return r;
+    }
+    if !st.store.join(format!("runs/{id}.json")).is_file() {
+        return not_found();
+    }
+    let all: Vec<Value> = listed_artifacts(&st)
+        .into_iter()
+        .filter(|a| a["workflow_run"]["id"].as_u64() == Some(id))
+        .collect();
+    page_of(
+        &st,
+        all,
+        Some("artifacts"),
+        &format!("/repos/{o}/{r}/actions/runs/{id}/artifacts"),
+        "",
+        &q,
+    )
+}
+
+async fn repository(
+    State(st): State<St>,
+    headers: HeaderMap,
+    AxPath((_o, _r)): AxPath<(String, String)>,
+) -> Response {
+    if let Some(r) = api_gate(&st, &headers) {
+        return r;
+    }
+    read(&st, "repository.json").map_or_else(not_found, |v| axum::Json(v).into_response())
+}
+
+async fn pull(
+    State(st): State<St>,
+    headers: HeaderMap,
+    AxPath((_o, _r, n)): AxPath<(String, String, u64)>,
+) -> Response {
+    if let Some(r) = api_gate(&st, &headers) {
+        return r;
+    }
+    read(&st, &format!("pulls/{n}.json")).map_or_else(not_found, |v| axum::Json(v).into_response())
+}
+
+/// `GET pulls?head=owner:branch&state=open|closed|all`, as documented: `head` is the head's
+/// owner login and branch name; `state` defaults to `open`.
+async fn pulls(
+    State(st): State<St>,
+    headers: HeaderMap,
+    AxPath((o, r)): AxPath<(String, String)>,
+    Query(q): Query<HashMap<String, String>>,
+) -> Response {
+    if let Some(r) = api_gate(&st, &headers) {
+        return r;
+    }
+    let state = q.get("state").map_or("open", String::as_str);
+    let mut all: Vec<Value> = read_all(&st, "pulls")
+        .into_iter()
+        .filter(|p| state == "all" || p["state"] == state)
+        .filter(|p| {
+            q.get("head").is_none_or(|h| {
+                let head = &p["head"];
+                let label = format!(
+                    "{}:{}",
+                    head["repo"]["owner"]["login"].as_str().unwrap_or(""),
+                    head["ref"].as_str().unwrap_or("")
+                );
+                label == *h
+            })
+        })
+        .collect();
+    all.sort_by_key(|p| std::cmp::Reverse(p["number"].as_u64()));
+    let mut keep = format!("state={state}&");
+    if let Some(h) = q.get("head") {
+        keep.push_str(&format!("head={h}&"));
+    }
+    page_of(&st, all, None, &format!("/repos/{o}/{r}/pulls"), &keep, &q)
 }
 
 async fn run(
@@ -266,6 +395,13 @@ impl FakeGithub {
             st.unauthorized.clone(),
         );
         let app = axum::Router::new()
+            .route("/repos/{o}/{r}", get(repository))
+            .route("/repos/{o}/{r}/pulls", get(pulls))
+            .route("/repos/{o}/{r}/pulls/{n}", get(pull))
+            .route(
+                "/repos/{o}/{r}/actions/runs/{id}/artifacts",
+                get(run_artifacts),
+            )
             .route("/repos/{o}/{r}/actions/workflows/{file}", get(workflow))
             .route("/repos/{o}/{r}/actions/artifacts", get(artifacts))
             .route("/repos/{o}/{r}/actions/runs/{id}", get(run))

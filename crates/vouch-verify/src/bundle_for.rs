@@ -40,7 +40,7 @@ fn names_artifact_of(bundle: &str, wheel: &WheelFilename) -> bool {
     bundle
         .strip_suffix(BUNDLE_SUFFIX)
         .and_then(|stem| stem.parse::<ArtifactName>().ok())
-        .is_some_and(|a| a.dist == wheel.normalized_name() && wheel.fits(a.python, a.platform))
+        .is_some_and(|a| a.dist == wheel.normalized_name() && wheel.fits_cell(a.python, a.platform))
 }
 
 /// The bundle for `file` among `siblings` (paths of the other files in its directory or

@@ -5,7 +5,8 @@ use serde::Serialize;
 use serde_json::Value;
 use sigstore_crypto::CertificateInfo;
 use vouch_core::statement::{
-    GITHUB_BUILD_TYPES, PREDICATE_SLSA_V1, STATEMENT_TYPE, VOUCH_CLAIMS_POINTER, VouchClaims,
+    GITHUB_BUILD_TYPES, PREDICATE_PR_BUILD_V1, PREDICATE_SLSA_V1, PrBuildPredicate, STATEMENT_TYPE,
+    VOUCH_CLAIMS_POINTER, VouchClaims,
 };
 
 use crate::{ErrorKind, VerifyError};
@@ -33,6 +34,10 @@ pub struct Policy {
     pub predicate_type: String,
     pub pr: Option<u64>,
     pub cell: Option<String>,
+    /// pr-build statements: the PR head commit the build run must have built.
+    pub pr_head_sha: Option<String>,
+    /// pr-build statements: the workflow file (path) that must have run the build.
+    pub pr_build_workflow: Option<String>,
 }
 
 impl Default for Policy {
@@ -51,6 +56,8 @@ impl Default for Policy {
             predicate_type: PREDICATE_SLSA_V1.into(),
             pr: None,
             cell: None,
+            pr_head_sha: None,
+            pr_build_workflow: None,
         }
     }
 }
@@ -91,6 +98,9 @@ impl SignerIdentity {
     /// key-signed bundles, where no CA vouches for the identity.
     pub fn from_statement(payload: &[u8]) -> Option<Self> {
         let st: Value = serde_json::from_slice(payload).ok()?;
+        if st["predicateType"] == PREDICATE_PR_BUILD_V1 {
+            return crate::pr_build::claimed_signer(&st["predicate"]);
+        }
         let bd = st.pointer("/predicate/buildDefinition")?;
         let s = |v: &Value| v.as_str().map(str::to_owned);
         let repository = s(&bd["externalParameters"]["workflow"]["repository"]);
@@ -353,6 +363,9 @@ pub struct StatementSummary {
     /// The same claims, typed, for readers; empty when the statement has none.
     #[serde(skip)]
     pub claims: VouchClaims,
+    /// The pr-build predicate, when that is the statement's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pr_build: Option<PrBuildPredicate>,
 }
 
 /// Parses the statement and checks its type, predicate type, that `digest_hex` is a subject,
@@ -420,6 +433,16 @@ pub fn check_statement(
     }
 
     let p = &st["predicate"];
+    if policy.predicate_type == PREDICATE_PR_BUILD_V1 {
+        let pr_build = crate::pr_build::check(p, policy, id)?;
+        return Ok(StatementSummary {
+            predicate_type: PREDICATE_PR_BUILD_V1.to_owned(),
+            subjects: names,
+            vouch: None,
+            claims: VouchClaims::default(),
+            pr_build: Some(pr_build),
+        });
+    }
     let claims = VouchClaims::from_predicate(p)
         .map_err(|e| {
             VerifyError::with_source(
@@ -560,6 +583,7 @@ pub fn check_statement(
         subjects: names,
         vouch,
         claims,
+        pr_build: None,
     })
 }
 

@@ -14,7 +14,9 @@
 //!
 //! `run_id`, `pr` and `cell` are enforced exactly as `vouch verify --run-id/--pr/--cell`: the
 //! certificate's run, the pull request (the certificate's ref and the statement's claim), and
-//! the statement's cell.
+//! the statement's cell. With `predicate_type = "pr-build"` (a PR build signed by the signer
+//! workflow), `pr`, `pr_head_sha` and `pr_build_workflow` are held to the statement's request
+//! and build run, and `signer_workflow` must name the signer with its ref.
 
 use std::path::Path;
 
@@ -58,6 +60,10 @@ pub struct PolicySpec {
     pub pr: Option<u64>,
     /// The matrix cell the vouch statement must claim.
     pub cell: Option<String>,
+    /// pr-build statements: the PR head commit the build run must have built.
+    pub pr_head_sha: Option<String>,
+    /// pr-build statements: the workflow file that must have run the build.
+    pub pr_build_workflow: Option<String>,
 }
 
 #[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
@@ -92,6 +98,8 @@ impl PolicySpec {
         set(&mut p.sha, &self.sha);
         set(&mut p.event, &self.event);
         set(&mut p.cell, &self.cell);
+        set(&mut p.pr_head_sha, &self.pr_head_sha);
+        set(&mut p.pr_build_workflow, &self.pr_build_workflow);
         if let Some(r) = self.run_id {
             p.run_id = Some(r.to_string());
         }
@@ -108,6 +116,7 @@ impl PolicySpec {
             p.predicate_type = match t.as_str() {
                 "slsa" => vouch_core::statement::PREDICATE_SLSA_V1.to_owned(),
                 "pep740" => crate::PREDICATE_PEP740.to_owned(),
+                "pr-build" => crate::PREDICATE_PR_BUILD_V1.to_owned(),
                 uri => uri.to_owned(),
             };
         }
@@ -132,16 +141,18 @@ impl PolicyFile {
                 .map(|p| (Some(p.name.as_str()), &p.spec)),
         );
         for (name, spec) in specs {
-            if let Some(sha) = &spec.sha
-                && !crate::is_commit_sha(sha)
-            {
-                return Err(PolicyFileError::Invalid {
-                    path: path.to_owned(),
-                    message: format!(
-                        "{}sha = {sha:?} is not a full commit SHA (40 lowercase hex digits)",
-                        name.map_or_else(String::new, |n| format!("[[project]] {n:?}: "))
-                    ),
-                });
+            for (key, sha) in [("sha", &spec.sha), ("pr_head_sha", &spec.pr_head_sha)] {
+                if let Some(sha) = sha
+                    && !crate::is_commit_sha(sha)
+                {
+                    return Err(PolicyFileError::Invalid {
+                        path: path.to_owned(),
+                        message: format!(
+                            "{}{key} = {sha:?} is not a full commit SHA (40 lowercase hex digits)",
+                            name.map_or_else(String::new, |n| format!("[[project]] {n:?}: "))
+                        ),
+                    });
+                }
             }
         }
         Ok(file)
@@ -183,6 +194,17 @@ mod tests {
         assert_eq!(
             (p.run_id.as_deref(), p.pr, p.cell.as_deref()),
             (Some("12"), Some(7), Some("c1"))
+        );
+        let f: PolicyFile = toml::from_str(
+            "predicate_type = \"pr-build\"\npr_build_workflow = \".github/workflows/vouch-build.yml\"\n",
+        )
+        .unwrap();
+        let mut p = Policy::default();
+        f.default.apply(&mut p);
+        assert_eq!(p.predicate_type, crate::PREDICATE_PR_BUILD_V1);
+        assert_eq!(
+            p.pr_build_workflow.as_deref(),
+            Some(".github/workflows/vouch-build.yml")
         );
         let err = toml::from_str::<PolicyFile>("repo = \"x\"").unwrap_err();
         assert!(err.message().contains("unknown field `repo`"), "{err}");

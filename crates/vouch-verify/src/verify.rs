@@ -158,6 +158,7 @@ impl Verifier {
             Some(&identity),
         )?;
         policy.check_certificate(&identity)?;
+        notes.extend(crate::pr_build::notes(&statement));
         Ok(Verified {
             format: evidence.format,
             sha256: *digest,
@@ -265,6 +266,7 @@ pub(crate) fn verify_with_key(
     // No CA speaks for the signer: the policy is held against what the statement claims.
     let claimed = SignerIdentity::from_statement(payload).unwrap_or_default();
     policy.check_statement_claims(&claimed)?;
+    notes.extend(crate::pr_build::notes(&statement));
     Ok(Verified {
         format: evidence.format,
         sha256: *digest,

@@ -4,7 +4,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use vouch_core::{Platform, PythonVersion, normalize_dist_name};
+use vouch_core::{ArtifactName, Platform, PythonVersion, normalize_dist_name};
 
 use crate::WheelError;
 
@@ -57,58 +57,77 @@ impl WheelFilename {
         out
     }
 
-    /// Whether a matrix cell building for CPython `python` on `platform` could have made this
-    /// wheel: one of its tags is for that interpreter (its own `cpXY`, the stable ABI of an
-    /// older or equal version, or pure Python 3), the free-threaded ABI exactly when the cell
-    /// is free-threaded, and for that platform (any manylinux or musllinux of its
-    /// architecture) or any platform.
-    pub fn fits(&self, python: PythonVersion, platform: Platform) -> bool {
-        let cp = format!("cp{}{}", python.major, python.minor);
-        let interpreter = |t: &WheelTag| {
-            let pure = t.abi == "none"
-                && (t.python == format!("py{}", python.major)
-                    || t.python == format!("py{}{}", python.major, python.minor)
-                    || t.python == cp);
-            let own = t.python == cp
-                && t.abi
-                    == if python.free_threaded {
-                        format!("{cp}t")
-                    } else {
-                        cp.clone()
-                    };
-            // abi3 is a promise of the non-free-threaded ABI only.
-            let stable = !python.free_threaded
-                && t.abi == "abi3"
-                && t.python
-                    .strip_prefix(&format!("cp{}", python.major))
-                    .and_then(|m| m.parse::<u8>().ok())
-                    .is_some_and(|m| m <= python.minor);
-            pure || own || stable
-        };
-        let platform_fits = |tag: &str| {
-            let arch = |a: &str| {
-                tag == format!("linux_{a}")
-                    || ((tag.starts_with("manylinux") || tag.starts_with("musllinux"))
-                        && tag.ends_with(&format!("_{a}")))
-            };
-            tag == "any"
-                || match platform {
-                    Platform::Linux64 => arch("x86_64"),
-                    Platform::LinuxAarch64 => arch("aarch64"),
-                    Platform::Win64 => tag == "win_amd64",
-                }
-        };
-        self.tags()
-            .iter()
-            .any(|t| interpreter(t) && platform_fits(&t.platform))
-    }
-
     /// Whether `dir` (without the `.dist-info` suffix) names this wheel's distribution and
     /// version. Older tools wrote the unnormalized project name there.
     pub fn matches_dist_info(&self, dir: &str) -> bool {
         dir.rsplit_once('-').is_some_and(|(name, version)| {
             normalize_dist_name(name) == self.normalized_name() && version == self.version
         })
+    }
+}
+
+/// Whether a wheel tag's interpreter and ABI are ones a cell building CPython `python` could
+/// have made: its own `cpXY` (the free-threaded ABI exactly when the cell is free-threaded),
+/// the stable ABI of an older or equal version, or pure Python 3.
+fn tag_fits_python(t: &WheelTag, python: PythonVersion) -> bool {
+    let cp = python.interpreter_tag();
+    let pure = t.abi == "none"
+        && (t.python == format!("py{}", python.major)
+            || t.python == format!("py{}{}", python.major, python.minor)
+            || t.python == cp);
+    let own = t.python == cp && t.abi == python.abi_tag();
+    // abi3 is a promise of the non-free-threaded ABI only.
+    let stable = !python.free_threaded
+        && t.abi == "abi3"
+        && t.python
+            .strip_prefix(&format!("cp{}", python.major))
+            .and_then(|m| m.parse::<u8>().ok())
+            .is_some_and(|m| m <= python.minor);
+    pure || own || stable
+}
+
+impl WheelFilename {
+    /// Whether a matrix cell building for CPython `python` on `platform` could have made this
+    /// wheel: one tag fits the interpreter ([`tag_fits_python`]) and is for that platform
+    /// ([`Platform::accepts_wheel_platform`]) or any platform.
+    pub fn fits_cell(&self, python: PythonVersion, platform: Platform) -> bool {
+        self.tags().iter().any(|t| {
+            tag_fits_python(t, python)
+                && (t.platform == "any" || platform.accepts_wheel_platform(&t.platform))
+        })
+    }
+
+    /// Whether this is a wheel of the cell `name` names: its distribution, and
+    /// [`Self::fits_cell`] for its Python and platform. `Err` says which part does not fit.
+    pub fn fits(&self, name: &ArtifactName) -> Result<(), String> {
+        if self.normalized_name() != name.dist {
+            return Err(format!(
+                "distribution {:?} is not the artifact's {:?}",
+                self.normalized_name(),
+                name.dist
+            ));
+        }
+        if !self.tags().iter().any(|t| tag_fits_python(t, name.python)) {
+            return Err(format!(
+                "tags {} include no {}-{} (Python {})",
+                self.tags()
+                    .iter()
+                    .map(|t| format!("{}-{}", t.python, t.abi))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                name.python.interpreter_tag(),
+                name.python.abi_tag(),
+                name.python
+            ));
+        }
+        if !self.fits_cell(name.python, name.platform) {
+            return Err(format!(
+                "platform tag {} is not one {} builds",
+                self.platform.join("."),
+                name.platform
+            ));
+        }
+        Ok(())
     }
 }
 
@@ -325,10 +344,52 @@ mod tests {
         for (name, python, platform, want) in cases {
             let w: WheelFilename = name.parse().unwrap();
             assert_eq!(
-                w.fits(py(python), platform),
+                w.fits_cell(py(python), platform),
                 want,
                 "{name} for {python} {platform}"
             );
+        }
+    }
+
+    #[test]
+    fn fits_the_artifacts_cell() {
+        let sha = "0123456789abcdef0123456789abcdef01234567";
+        let cell = |n: &str| -> ArtifactName { format!("{n}-{sha}").parse().unwrap() };
+        let cases = [
+            (
+                "cupy_cuda13x-14.2.0-cp312-cp312-manylinux_2_28_x86_64.whl",
+                "cupy-cuda13x-py3.12-linux-64-pr7",
+                None,
+            ),
+            (
+                "cupy_cuda13x-14.2.0-cp314-cp314t-win_amd64.whl",
+                "cupy-cuda13x-py3.14t-win-64",
+                None,
+            ),
+            (
+                "cupy_cuda12x-14.2.0-cp312-cp312-manylinux_2_28_x86_64.whl",
+                "cupy-cuda13x-py3.12-linux-64",
+                Some("distribution \"cupy-cuda12x\" is not the artifact's \"cupy-cuda13x\""),
+            ),
+            (
+                "cupy_cuda13x-14.2.0-cp311-cp311-manylinux_2_28_x86_64.whl",
+                "cupy-cuda13x-py3.12-linux-64",
+                Some("tags cp311-cp311 include no cp312-cp312 (Python 3.12)"),
+            ),
+            (
+                "cupy_cuda13x-14.2.0-cp314-cp314-win_amd64.whl",
+                "cupy-cuda13x-py3.14t-win-64",
+                Some("tags cp314-cp314 include no cp314-cp314t (Python 3.14t)"),
+            ),
+            (
+                "cupy_cuda13x-14.2.0-cp312-cp312-manylinux_2_28_aarch64.whl",
+                "cupy-cuda13x-py3.12-linux-64",
+                Some("platform tag manylinux_2_28_aarch64 is not one linux-64 builds"),
+            ),
+        ];
+        for (wheel, artifact, want) in cases {
+            let w: WheelFilename = wheel.parse().unwrap();
+            assert_eq!(w.fits(&cell(artifact)).err().as_deref(), want, "{wheel}");
         }
     }
 

@@ -2,15 +2,13 @@
 
 use std::path::Path;
 
-use vouch_github::{Artifact, Download, GithubClient, Run, Workflow};
+use vouch_github::{Artifact, DEFAULT_API_URL, Download, GithubClient, Repository, Run, Workflow};
 
 use super::{ArtifactSource, BoxFuture, SourceInputs, SourceKind};
 use crate::FetchError;
 
-/// GitHub's public API, unless the spec names another (GitHub Enterprise, a test double).
-pub const DEFAULT_API_URL: &str = "https://api.github.com";
-
-/// `github` or `github:API_URL`.
+/// `github` or `github:API_URL` (GitHub's public API, unless the spec names another: GitHub
+/// Enterprise, a test double).
 pub const KIND: SourceKind = SourceKind::new("github", Some("API_URL"), true, true, open);
 
 fn open(
@@ -28,6 +26,10 @@ fn open(
 const MAX_ARTIFACT_BYTES: u64 = 8 << 30;
 
 impl ArtifactSource for GithubClient {
+    fn repository<'a>(&'a self, repo: &'a str) -> BoxFuture<'a, Result<Repository, FetchError>> {
+        Box::pin(async move { Ok(GithubClient::repository(self, repo).await?) })
+    }
+
     fn workflow<'a>(
         &'a self,
         repo: &'a str,

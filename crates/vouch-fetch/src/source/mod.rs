@@ -14,7 +14,7 @@ use std::str::FromStr;
 
 use secrecy::SecretString;
 use vouch_core::progress::ProgressFn;
-use vouch_github::{Artifact, Download, Run, Workflow};
+use vouch_github::{Artifact, Download, Repository, Run, Workflow};
 
 use crate::FetchError;
 
@@ -149,6 +149,9 @@ impl SourceSpec {
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 pub trait ArtifactSource: Send + Sync {
+    /// The repository itself: its default branch is where a signer workflow must run from.
+    fn repository<'a>(&'a self, repo: &'a str) -> BoxFuture<'a, Result<Repository, FetchError>>;
+
     /// The workflow at `path` (`.github/workflows/ci.yml`): its id is what runs are pinned to.
     fn workflow<'a>(
         &'a self,

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use serde::de::DeserializeOwned;
 use serde_json::json;
-use vouch_github::{Artifact, Download, Run, Workflow};
+use vouch_github::{Artifact, Download, Repository, Run, Workflow};
 
 use super::{ArtifactSource, BoxFuture, SourceInputs, SourceKind};
 use crate::FetchError;
@@ -19,8 +19,8 @@ fn open(dir: Option<&str>, _: SourceInputs) -> Result<Box<dyn ArtifactSource>, F
     Ok(Box::new(LocalStore { root }))
 }
 
-/// `<root>/workflows/<file>.json`, `<root>/runs/<id>.json`, `<root>/artifacts/<id>.json` and
-/// `<root>/artifacts/<id>.zip`, with the GitHub API's shapes.
+/// `<root>/repository.json`, `<root>/workflows/<file>.json`, `<root>/runs/<id>.json`,
+/// `<root>/artifacts/<id>.json` and `<root>/artifacts/<id>.zip`, with the GitHub API's shapes.
 pub struct LocalStore {
     pub root: PathBuf,
 }
@@ -92,6 +92,11 @@ impl LocalStore {
 }
 
 impl ArtifactSource for LocalStore {
+    fn repository<'a>(&'a self, _repo: &'a str) -> BoxFuture<'a, Result<Repository, FetchError>> {
+        let r = self.read("repository.json");
+        Box::pin(async move { r })
+    }
+
     fn workflow<'a>(
         &'a self,
         _repo: &'a str,
@@ -136,7 +141,11 @@ pub struct RunInfo {
     pub workflow_path: String,
     pub event: String,
     pub head_sha: String,
+    /// The branch the run's head is on (a signer run's: the default branch).
+    pub head_branch: Option<String>,
     pub pr: Option<u64>,
+    /// Recorded in the store's `repository.json` when the store has none yet.
+    pub default_branch: String,
 }
 
 /// Zips `files` (flat) into the store as artifact `name` of run `run`. Returns the artifact id.
@@ -187,16 +196,33 @@ pub fn publish(
         .into_inner();
     vouch_fs::write_atomically(&zip_path, &data, vouch_fs::Mode::Public).map_err(io(&zip_path))?;
     let repo_obj = json!({ "id": 1, "full_name": run.repo, "fork": false });
+    let repo_file = root.join("repository.json");
+    if !repo_file.exists() {
+        let mut full = repo_obj.clone();
+        full["default_branch"] = json!(run.default_branch);
+        vouch_fs::write_atomically(
+            &repo_file,
+            serde_json::to_string_pretty(&full)
+                .expect("json")
+                .as_bytes(),
+            vouch_fs::Mode::Public,
+        )
+        .map_err(io(&repo_file))?;
+    }
     let artifact = json!({
         "id": next_id, "name": name, "size_in_bytes": data.len(), "expired": false,
         "created_at": format!("2026-01-01T00:{:02}:{:02}Z", (next_id / 60) % 60, next_id % 60),
         "digest": vouch_core::Sha256Digest::of(&data).to_string(),
         "archive_download_url": format!("/repos/{}/actions/artifacts/{next_id}/zip", run.repo),
-        "workflow_run": { "id": run.run_id, "repository_id": 1, "head_repository_id": 1, "head_sha": run.head_sha },
+        "workflow_run": {
+            "id": run.run_id, "repository_id": 1, "head_repository_id": 1,
+            "head_sha": run.head_sha, "head_branch": run.head_branch,
+        },
     });
     let run_obj = json!({
         "id": run.run_id, "workflow_id": run.workflow_id, "path": run.workflow_path, "event": run.event,
         "status": "completed", "conclusion": "success", "head_sha": run.head_sha,
+        "head_branch": run.head_branch, "run_attempt": 1,
         "repository": repo_obj, "head_repository": repo_obj,
         "pull_requests": run.pr.map(|n| vec![json!({"number": n})]).unwrap_or_default(),
     });

@@ -113,17 +113,14 @@ jobs:
         id: pin
         env:
 @@PIN_ENV@@        run: |
-          # A run that built nothing (a label other than the trigger's) has nothing to sign.
-          built=$(gh api "repos/$REPO/actions/runs/$RUN_ID/artifacts?per_page=100" \
-            | jq '[.artifacts[] | select(.name | startswith("unsigned-"))] | length')
-          if [ "$built" -eq 0 ]; then
-            echo "run $RUN_ID built nothing: nothing to sign"
-            exit 0
-          fi
           @@TOKEN_TO_FILE@@
           vouch pr-run pin @@PIN_FLAGS@@ \
             --matrix-out "$RUNNER_TEMP/matrix.json"
-          echo "matrix=$(jq -c . "$RUNNER_TEMP/matrix.json")" >> "$GITHUB_OUTPUT"
+          # A run that built nothing (a label other than the trigger's) has nothing to sign:
+          # no matrix, so the sign and dispatch jobs are skipped.
+          if jq -e '.include | length > 0' "$RUNNER_TEMP/matrix.json" >/dev/null; then
+            echo "matrix=$(jq -c . "$RUNNER_TEMP/matrix.json")" >> "$GITHUB_OUTPUT"
+          fi
 
   sign:
     name: sign ${{ matrix.artifact }}
