@@ -15,7 +15,8 @@ use clap::Parser as _;
 
 use cli::{Cli, Command};
 use commands::{
-    attest, audit, build, cache, demo, dispatch, fetch, plan, pr_run, toolchain, verify, wheel, workflows,
+    attest, audit, build, cache, demo, dispatch, fetch, plan, pr_run, toolchain, verify, wheel,
+    workflows,
 };
 
 fn main() -> ExitCode {
