@@ -84,8 +84,8 @@ pub fn run(cmd: WorkflowsCommand) -> anyhow::Result<ExitCode> {
                 vouch_workflows::TRUSTED_REFS.join(", ")
             ));
             output::note(format!(
-                "require the check `{}`; create the label `{}`",
-                vouch_workflows::SENTINEL_JOB,
+                "require the commit status `{}` (posted from the default branch); create the label `{}`",
+                vouch_workflows::REQUIRED_STATUS,
                 vouch_workflows::TRIGGER_LABEL
             ));
             Ok(ExitCode::SUCCESS)

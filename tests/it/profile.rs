@@ -275,8 +275,8 @@ fn workflows_generate_then_check_catches_a_one_line_edit() {
               secrets.VOUCH_SEAL_KEY (environment vouch-trusted): 32+ random bytes that authenticate the venvs and toolkits push builds reuse (self-hosted runners)
               secrets.FLEXCI_WEBHOOK_SECRET (environment vouch-trusted): the FlexCI webhook secret (dispatch mode `flexci`)
               secrets.VOUCH_CACHE_PR_PASSWORD (repository): the cache store password for pull requests (`vouch cache check` must find it fenced)
-            limit the environment vouch-trusted to these deployment refs: main, v*, hotfix-*, tags: v*
-            require the check `vouch-build-ok`; create the label `ci:triggered`
+            limit the environment vouch-trusted to these deployment refs: main, v[0-9]*, hotfix-*, tags: v[0-9]*
+            require the commit status `vouch/pr-build` (posted from the default branch); create the label `ci:triggered`
         "#);
     let check = || {
         run(vouch()
@@ -308,7 +308,7 @@ fn workflows_generate_then_check_catches_a_one_line_edit() {
         ----- stdout -----
         --- a/vouch-build.yml
         +++ b/vouch-build.yml
-        @@ -132,7 +132,7 @@
+        @@ -134,7 +134,7 @@
              # A push: trusted code, the push cache password.
              if: github.event_name == 'push'
              runs-on: ${{ matrix.runner }}
@@ -335,7 +335,7 @@ fn workflows_generate_then_check_catches_a_one_line_edit() {
             ----- stdout -----
             --- a/vouch-build.yml
             +++ b/vouch-build.yml
-            @@ -132,7 +132,7 @@
+            @@ -134,7 +134,7 @@
                  # A push: trusted code, the push cache password.
                  if: github.event_name == 'push'
                  runs-on: ${{ matrix.runner }}
@@ -362,9 +362,9 @@ fn workflows_generate_then_check_catches_a_one_line_edit() {
         ----- stdout -----
         --- a/vouch-build.yml
         +++ b/vouch-build.yml
-        @@ -22,7 +22,7 @@
-             branches: [main, 'v*', 'hotfix-*']
-             tags: ['v*']
+        @@ -24,7 +24,7 @@
+             branches: [main, 'v[0-9]*', 'hotfix-*']
+             tags: ['v[0-9]*']
 
         -permissions: write-all
         +permissions: {}

@@ -9,7 +9,7 @@
 //!   member records the request and labels the pull request with a GitHub App token; a new
 //!   head loses the label and cancels its build. Base-repository context: it never checks out
 //!   or runs the pull request's code and never touches the cache.
-//! - `vouch-build.yml` (`pull_request` labeled, `push` to `main`/`v*`/`hotfix-*`, `v*` tags):
+//! - `vouch-build.yml` (`pull_request` labeled, `push` to `main`/`v[0-9]*`/`hotfix-*`, `v[0-9]*` tags):
 //!   `request` → `plan` → `build-push`/`build-pr` (one job per cell, may read the compiler
 //!   cache, cannot sign) → for pushes `attest` (signs in-run, runs nothing from the checkout)
 //!   and `dispatch` → `vouch-build-ok` (the one check to require).
@@ -19,7 +19,8 @@
 //!
 //! The repository needs the label [`TRIGGER_LABEL`], a GitHub App (issues and pull requests:
 //! write), the environment [`TRUSTED_ENVIRONMENT`] limited to [`TRUSTED_REFS`], the
-//! [`VARIABLES`] and [`SECRETS`], and [`SENTINEL_JOB`] as the required check.
+//! [`VARIABLES`] and [`SECRETS`], and the commit status [`REQUIRED_STATUS`] as the required
+//! check.
 
 mod audit;
 pub mod dispatch;
@@ -40,8 +41,9 @@ pub use dispatch::Dispatch;
 pub use install::Install;
 pub use render::build::{PR_BUILD_JOB, PUSH_BUILD_JOB, TRUSTED_ONLY_SECRETS};
 pub use render::{
-    BUILD_FILE, BUILD_WORKFLOW_NAME, HEADER, PR_BUILD_GROUP, REQUEST_ARTIFACT_PREFIX, SENTINEL_JOB,
-    SIGN_FILE, SIGNING_JOBS, TRIGGER_FILE, TRIGGER_LABEL, TRUSTED_ENVIRONMENT,
+    BUILD_FILE, BUILD_WORKFLOW_NAME, HEADER, PR_BUILD_GROUP, REQUEST_ARTIFACT_PREFIX,
+    REQUIRED_STATUS, SENTINEL_JOB, SIGN_FILE, SIGNING_JOBS, TRIGGER_FILE, TRIGGER_LABEL,
+    TRUSTED_ENVIRONMENT,
 };
 
 /// Minutes a build job may run (CuPy's cold builds of every GPU architecture take hours).
@@ -65,7 +67,7 @@ pub const AUTHOR_ASSOCIATIONS: &[&str] = &[
 
 /// The refs [`TRUSTED_ENVIRONMENT`]'s deployment policy must allow, and no others: the
 /// default branch (trigger, sign and `workflow_run` jobs run there) and the push branches.
-pub const TRUSTED_REFS: &[&str] = &["main", "v*", "hotfix-*", "tags: v*"];
+pub const TRUSTED_REFS: &[&str] = &["main", "v[0-9]*", "hotfix-*", "tags: v[0-9]*"];
 
 /// Where a secret lives.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]

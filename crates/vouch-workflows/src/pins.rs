@@ -100,14 +100,6 @@ pub const RELEASE_PINS: &[ActionPin] = &[
         version: "v4.1.0",
         runs_using: "composite",
     },
-    // The newest release whose tag and action.yml could be read here; a Docker action, so
-    // the Node 24 move does not touch it.
-    ActionPin {
-        action: "pypa/gh-action-pypi-publish",
-        sha: "81e9d935c883d0b210363ab89cf05f3894778450",
-        version: "v1.8.14",
-        runs_using: "docker",
-    },
 ];
 
 #[cfg(test)]

@@ -671,6 +671,7 @@ const PR_TEST_FLOW: &[&str] = &[
     "vouch-build.yml:vouch-build-ok",
     "vouch-sign.yml:pin",
     "vouch-sign.yml:sign",
+    "vouch-sign.yml:status",
     "vouch-sign.yml:dispatch",
 ];
 

@@ -45,6 +45,8 @@ pub struct Scenario {
     /// The pull request carries the trigger label and a recorded request for its old head
     /// (the state a `synchronize` after a `/test` finds).
     pub previously_tested: bool,
+    /// The pull request's head branch (environment policies judge its runs by it).
+    pub head_branch: String,
 }
 
 impl Scenario {
@@ -59,6 +61,7 @@ impl Scenario {
             git_ref: None,
             default_branch: "main".into(),
             previously_tested: false,
+            head_branch: "feature".into(),
         }
     }
 
@@ -458,6 +461,12 @@ fn job_effects(
         (SIGN_FILE, "sign") => {
             notes.push("signs each cell's wheel (claims from the API and the request)".into());
         }
+        (SIGN_FILE, "status") => {
+            notes.push(format!(
+                "posts the commit status {} on the built head",
+                crate::REQUIRED_STATUS
+            ));
+        }
         _ => {}
     }
     (outputs, events, notes)
@@ -594,6 +603,13 @@ pub fn explain(files: &[GeneratedFile], scenario: &Scenario) -> Result<Explanati
                 _ => (git_ref.clone(), "the ref's commit".to_owned()),
             };
             let fork_pr = scenario.fork && run_event == "pull_request";
+            // Deployment policies judge a pull request's runs by its head branch (the safe
+            // reading: a same-repository branch named like a trusted ref would pass).
+            let policy_ref = if run_event.starts_with("pull_request") {
+                format!("refs/heads/{}", scenario.head_branch)
+            } else {
+                run_ref.clone()
+            };
             let run_id = st.next_run;
             st.next_run += 1;
             let event_json = event_payload(scenario, &ev, &st, &run_event);
@@ -654,7 +670,7 @@ pub fn explain(files: &[GeneratedFile], scenario: &Scenario) -> Result<Explanati
                             SecretHome::Repository => true,
                             SecretHome::TrustedEnvironment => {
                                 job.environment.as_deref() == Some(TRUSTED_ENVIRONMENT)
-                                    && policy_allows(&run_ref)
+                                    && policy_allows(&policy_ref)
                             }
                         };
                     if readable {

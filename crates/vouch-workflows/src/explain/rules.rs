@@ -52,15 +52,36 @@ pub fn fork_token(
         .collect()
 }
 
-/// Whether a `*` glob of a branch filter or deployment policy matches `name` (`*` does not
-/// cross `/`).
+/// Whether a branch-filter or deployment-policy pattern matches `name`: `*` matches any run
+/// of characters but `/`, `[...]` one character of a set or range (`[0-9]`), as GitHub's filter
+/// patterns do (https://docs.github.com/en/actions/reference/workflows-and-actions/workflow-syntax#filter-pattern-cheat-sheet).
 pub fn glob(pattern: &str, name: &str) -> bool {
+    fn class(p: &[u8], c: u8) -> Option<(bool, usize)> {
+        let end = p.iter().position(|b| *b == b']')?;
+        let set = &p[1..end];
+        let mut i = 0;
+        let mut hit = false;
+        while i < set.len() {
+            if i + 2 < set.len() && set[i + 1] == b'-' {
+                hit |= (set[i]..=set[i + 2]).contains(&c);
+                i += 3;
+            } else {
+                hit |= set[i] == c;
+                i += 1;
+            }
+        }
+        Some((hit, end + 1))
+    }
     fn go(p: &[u8], n: &[u8]) -> bool {
         match p.split_first() {
             None => n.is_empty(),
             Some((b'*', rest)) => (0..=n.len())
                 .take_while(|i| *i == 0 || n[*i - 1] != b'/')
                 .any(|i| go(rest, &n[i..])),
+            Some((b'[', _)) => match (n.first(), class(p, *n.first().unwrap_or(&0))) {
+                (Some(_), Some((true, used))) => go(&p[used..], &n[1..]),
+                _ => false,
+            },
             Some((c, rest)) => n.first() == Some(c) && go(rest, &n[1..]),
         }
     }
@@ -74,6 +95,10 @@ mod tests {
     #[test]
     fn globs_and_fork_tokens() {
         assert!(glob("v*", "v1.2"));
+        assert!(glob("v[0-9]*", "v14.0.0"));
+        assert!(!glob("v[0-9]*", "vendor-bump"));
+        assert!(!glob("v[0-9]*", "v"));
+        assert!(glob("[a-c]x", "bx"));
         assert!(glob("hotfix-*", "hotfix-13"));
         assert!(!glob("v*", "feature/v1"));
         assert!(!glob("main", "main2"));

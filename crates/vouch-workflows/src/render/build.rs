@@ -203,7 +203,7 @@ pub(crate) fn render(v: &Vars<'_>) -> Result<String, Error> {
 #
 # Builds every cell of the vouch profile @@PROFILE@@ (project @@PROJECT@@):
 #
-# - push to main, v* or hotfix-*, or a v* tag: trusted. Builds (may write its branch's
+# - push to main, v<digit>* or hotfix-*, or a v<digit>* tag: trusted. Builds (may write its branch's
 #   compiler-cache scope), signs in-run (`attest`: the only job here with an OIDC token; it
 #   checks out and runs nothing), then dispatches the signed build (`dispatch`).
 # - pull request labelled @@LABEL@@ by @@TRIGGER_FILE@@: builds exactly the head a /test
@@ -212,16 +212,18 @@ pub(crate) fn render(v: &Vars<'_>) -> Result<String, Error> {
 #   branch once this run succeeded.
 # - any other label: nothing runs, and the check reports as "vouch-build (nothing to build)".
 #
-# Make the check @@SENTINEL@@ required: it reports under that name only when there was
-# something to build, so a run with nothing to build neither blocks nor satisfies it.
+# @@SENTINEL@@ sums the run up; it reports under that name only when there was something
+# to build. Require the commit status vouch/pr-build instead (posted by @@SIGN_FILE@@ from the
+# default branch): this file, as a pull request runs it, is the pull request's own copy.
 name: @@BUILD_NAME@@
 
 on:
   pull_request:
     types: [labeled]
   push:
-    branches: [main, 'v*', 'hotfix-*']
-    tags: ['v*']
+    # `v[0-9]*`, not `v*`: a branch like `vendor-bump` is not a release branch.
+    branches: [main, 'v[0-9]*', 'hotfix-*']
+    tags: ['v[0-9]*']
 
 permissions: {}
 

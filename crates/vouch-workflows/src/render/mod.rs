@@ -31,9 +31,15 @@ pub const SIGN_FILE: &str = "vouch-sign.yml";
 /// The build workflow's `name:`, which the sign workflow's `workflow_run` refers to.
 pub const BUILD_WORKFLOW_NAME: &str = "vouch-build";
 
-/// The sentinel job: the one check to make required in branch protection. On a run with
-/// nothing to build it reports under another name, so it neither blocks nor satisfies it.
+/// The build workflow's summary job. On a run with nothing to build it reports under another
+/// name. It is not the check to require: a pull request's run executes the pull request's own
+/// copy of the build workflow, which could add a job of any name.
 pub const SENTINEL_JOB: &str = "vouch-build-ok";
+
+/// The commit status to require in branch protection: posted on a pull request's built head
+/// by the sign workflow (default branch) once every cell was signed. A fork's runs cannot
+/// post statuses (their token is read-only).
+pub const REQUIRED_STATUS: &str = "vouch/pr-build";
 
 /// The jobs that may hold `id-token: write`: the push build's in-run signer and the sign
 /// workflow's signer. Neither checks out or runs anything from a pull request.

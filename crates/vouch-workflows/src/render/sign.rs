@@ -74,7 +74,8 @@ pub(crate) fn render(v: &Vars<'_>) -> String {
 #
 # Consumers verify the bundle against this workflow: signer @@SELF@@ at the default
 # branch, trigger workflow_run, predicate https://vouch.build/pr-build/v1 naming the pull
-# request and head.
+# request and head. Once every cell is signed, `status` posts the commit status @@STATUS@@
+# on the head: the check to require (a fork's own runs cannot post statuses).
 name: vouch-sign
 
 on:
@@ -150,6 +151,32 @@ jobs:
           path: signed/
           if-no-files-found: error
           overwrite: true
+
+  status:
+    name: report the signed build
+    needs: [pin, sign]
+    if: always() && needs.pin.outputs.matrix != ''
+    runs-on: ubuntu-24.04
+    timeout-minutes: 5
+    permissions:
+      statuses: write # the status branch protection requires; a fork's own runs cannot post one
+    steps:
+      - name: Commit status @@STATUS@@ on the built head
+        env:
+          GH_TOKEN: ${{ github.token }}
+          REPO: ${{ github.repository }}
+          HEAD_SHA: ${{ github.event.workflow_run.head_sha }}
+          RESULT: ${{ needs.sign.result }}
+          RUN_URL: ${{ github.server_url }}/${{ github.repository }}/actions/runs/${{ github.run_id }}
+          CONTEXT: '@@STATUS@@'
+        run: |
+          if [ "$RESULT" = success ]; then
+            state=success description="every cell built and signed"
+          else
+            state=failure description="signing did not succeed ($RESULT)"
+          fi
+          gh api --method POST "repos/$REPO/statuses/$HEAD_SHA" -f state="$state" \
+            -f context="$CONTEXT" -f description="$description" -f target_url="$RUN_URL" --silent
 @@DISPATCH@@"#,
         &[
             ("HEADER", HEADER),
@@ -165,6 +192,7 @@ jobs:
             ("BUILD_FILE", BUILD_FILE),
             ("TRIGGER_FILE", TRIGGER_FILE),
             ("UPLOAD_ARTIFACT", &UPLOAD_ARTIFACT.uses()),
+            ("STATUS", super::REQUIRED_STATUS),
         ],
     )
 }

@@ -76,8 +76,8 @@ jobs:
           RUN_ID: ${{ github.run_id }}
         run: |
           # The exact command on a line of its own; `contains` above only saves a runner.
-          if ! jq -r '.comment.body' "$GITHUB_EVENT_PATH" | tr -d '\r' \
-              | grep -Eq '^/test([[:blank:]].*)?$'; then
+          body=$(jq -r '.comment.body' "$GITHUB_EVENT_PATH" | tr -d '\r')
+          if ! grep -Eq '^/test([[:blank:]].*)?$' <<<"$body"; then
             echo "no /test line: nothing to record"
             exit 0
           fi
