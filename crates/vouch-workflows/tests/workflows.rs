@@ -690,9 +690,15 @@ fn explain_table() {
             PR_TEST_FLOW,
         ),
         (
-            "OWNER bare /test",
-            comment("LGTM\r\n/test", "OWNER", true),
+            "OWNER /test on the second line",
+            comment("LGTM\r\n/test mini", "OWNER", true),
             PR_TEST_FLOW,
+        ),
+        // With FlexCI, targets are required (CuPy's dispatcher sends nothing without).
+        (
+            "MEMBER bare /test",
+            comment("/test", "MEMBER", false),
+            &["vouch-trigger.yml:record"],
         ),
         // The record job starts (the comment contains "/test") but records nothing.
         (
@@ -836,7 +842,7 @@ fn explain_fork_pr_test_details() {
     let label = job(&x, "vouch-trigger.yml", "label");
     assert_eq!(label.secrets, ["VOUCH_APP_PRIVATE_KEY"]);
     // The same-repo PR's build gets the PR-fenced cache password, nothing trusted.
-    let x = run(&comment("/test", "MEMBER", false));
+    let x = run(&comment("/test mini", "MEMBER", false));
     assert_eq!(
         job(&x, "vouch-build.yml", "build-pr").secrets,
         ["VOUCH_CACHE_PR_PASSWORD"]
@@ -844,6 +850,25 @@ fn explain_fork_pr_test_details() {
     insta::assert_snapshot!(
         "explain-fork-pr-test",
         render_text(&run(&comment("/test mini,windows", "MEMBER", true)))
+    );
+}
+
+/// Without FlexCI a bare `/test` is a request: `explain` reads the rule from the record job's
+/// own script, so it follows the profile.
+#[test]
+fn explain_bare_test_follows_the_dispatch_mode() {
+    let p = with_workflows(
+        "[workflows]\n[workflows.source]\nrev = \"0123456789abcdef0123456789abcdef01234567\"\n[workflows.dispatch]\nmode = \"repository\"\n",
+    );
+    let files = generate(&p, &Options::from_profile(&p, "vouch.toml").unwrap()).unwrap();
+    let x = explain(&files, &comment("/test", "MEMBER", false)).unwrap();
+    assert_eq!(x.ran(), PR_TEST_FLOW, "{}", render_text(&x));
+    let x = run(&comment("/test", "MEMBER", false));
+    assert_eq!(x.ran(), ["vouch-trigger.yml:record"]);
+    assert!(
+        file("vouch-trigger.yml")
+            .contents
+            .contains("grep -Eq '^/test[[:blank:]]+[^[:blank:]].*$'")
     );
 }
 

@@ -186,6 +186,8 @@ struct Job {
     environment: Option<String>,
     secrets: Vec<String>,
     checks_out: bool,
+    /// Its `run:` scripts, one after another.
+    scripts: String,
 }
 
 #[derive(Clone, Debug)]
@@ -279,6 +281,14 @@ fn parse(f: &GeneratedFile) -> Result<Workflow, Error> {
             })
             .filter(|n| !n.is_empty())
             .collect();
+        let scripts = match &job["steps"] {
+            Yaml::Array(steps) => steps
+                .iter()
+                .filter_map(|st| s(&st["run"]))
+                .collect::<Vec<_>>()
+                .join("\n"),
+            _ => String::new(),
+        };
         let checks_out = match &job["steps"] {
             Yaml::Array(steps) => steps.iter().any(|st| {
                 s(&st["uses"])
@@ -298,6 +308,7 @@ fn parse(f: &GeneratedFile) -> Result<Workflow, Error> {
             environment: s(&job["environment"]).or_else(|| s(&job["environment"]["name"])),
             secrets: secrets.into_iter().collect(),
             checks_out,
+            scripts,
         });
     }
     Ok(Workflow {
@@ -371,20 +382,27 @@ fn policy_allows(git_ref: &str) -> bool {
         .any(|p| rules::glob(p, branch))
 }
 
-/// `/test` or `/test <targets>` on a line of its own: what the record job's script matches.
-fn has_test_line(body: &str) -> bool {
-    body.replace('\r', "").lines().any(|l| {
-        l == "/test"
-            || l.strip_prefix("/test")
-                .is_some_and(|r| r.starts_with([' ', '\t']))
-    })
+/// Whether the comment has a line the record job's script accepts: the `grep -Eq '<ERE>'`
+/// pattern read from the script itself, applied per line with carriage returns dropped.
+fn has_test_line(script: &str, body: &str) -> bool {
+    let Some(pattern) = script
+        .split("grep -Eq '")
+        .nth(1)
+        .and_then(|rest| rest.split('\'').next())
+    else {
+        return false;
+    };
+    let Ok(re) = regex::Regex::new(pattern) else {
+        return false;
+    };
+    body.replace('\r', "").lines().any(|l| re.is_match(l))
 }
 
 /// What vouch's own jobs do besides what their YAML says: their outputs, the events they
 /// cause, and what they change. Keep beside the scripts in `render/` they describe.
 fn job_effects(
     file: &str,
-    job: &str,
+    job: &Job,
     sc: &Scenario,
     event: &Event,
     st: &mut State,
@@ -392,9 +410,9 @@ fn job_effects(
     let mut outputs = BTreeMap::new();
     let mut events = Vec::new();
     let mut notes = Vec::new();
-    match (file, job) {
+    match (file, job.id.as_str()) {
         (TRIGGER_FILE, "record") => {
-            if has_test_line(sc.comment.as_deref().unwrap_or("")) {
+            if has_test_line(&job.scripts, sc.comment.as_deref().unwrap_or("")) {
                 st.request_recorded = true;
                 outputs.insert("head_sha".into(), st.head.clone());
                 notes.push(format!(
@@ -403,7 +421,7 @@ fn job_effects(
                 ));
             } else {
                 outputs.insert("head_sha".into(), String::new());
-                notes.push("no `/test` line of its own: records nothing".into());
+                notes.push("no `/test` line its script accepts: records nothing".into());
             }
         }
         (TRIGGER_FILE, "label") => {
@@ -682,7 +700,7 @@ pub fn explain(files: &[GeneratedFile], scenario: &Scenario) -> Result<Explanati
                 let oidc = token.get("id-token").is_some_and(|l| l == "write");
                 let runs_pr_code = job.checks_out && run_event == "pull_request";
                 let (outputs, events, effects) = if runs {
-                    job_effects(&wf.file, &job.id, scenario, &ev, &mut st)
+                    job_effects(&wf.file, job, scenario, &ev, &mut st)
                 } else {
                     Default::default()
                 };

@@ -7,7 +7,19 @@ use super::{
 };
 use crate::pins::{CREATE_APP_TOKEN, UPLOAD_ARTIFACT};
 
+/// A `/test` line (POSIX ERE, one line at a time): `/test` alone or with targets.
+const TEST_LINE: &str = "^/test([[:blank:]].*)?$";
+/// With FlexCI, targets are required: CuPy's dispatcher sends nothing for a bare `/test`, so
+/// building one would sign wheels no test farm ever receives.
+const TEST_LINE_WITH_TARGETS: &str = "^/test[[:blank:]]+[^[:blank:]].*$";
+
 pub(crate) fn render(v: &Vars<'_>) -> String {
+    let flexci = matches!(v.opts.dispatch, crate::Dispatch::Flexci { .. });
+    let (test_line, test_form) = if flexci {
+        (TEST_LINE_WITH_TARGETS, "`/test <targets>`")
+    } else {
+        (TEST_LINE, "`/test` or `/test <targets>`")
+    };
     let associations = v
         .opts
         .trigger_associations
@@ -22,7 +34,7 @@ pub(crate) fn render(v: &Vars<'_>) -> String {
 # as it is on the default branch, with its secrets; neither checks out or runs anything from
 # the pull request, and every event value reaches a script through env):
 #
-# - record: `/test` or `/test <targets>` on a line of its own, from @@ASSOCIATIONS_TEXT@@, on an open
+# - record: @@TEST_FORM@@ on a line of its own, from @@ASSOCIATIONS_TEXT@@, on an open
 #   pull request, records the request (the raw event, and the pull request's head and base
 #   as the API gives them now) as the artifact @@REQUEST@@<pr>-<head sha> of this
 #   default-branch run. The sign workflow accepts only such a record, so a fork cannot forge
@@ -77,7 +89,7 @@ jobs:
         run: |
           # The exact command on a line of its own; `contains` above only saves a runner.
           body=$(jq -r '.comment.body' "$GITHUB_EVENT_PATH" | tr -d '\r')
-          if ! grep -Eq '^/test([[:blank:]].*)?$' <<<"$body"; then
+          if ! grep -Eq '@@TEST_LINE@@' <<<"$body"; then
             echo "no /test line: nothing to record"
             exit 0
           fi
@@ -194,6 +206,8 @@ jobs:
             ),
             ("ENVIRONMENT", TRUSTED_ENVIRONMENT),
             ("PR_GROUP", PR_BUILD_GROUP),
+            ("TEST_LINE", test_line),
+            ("TEST_FORM", test_form),
             ("CREATE_APP_TOKEN", &CREATE_APP_TOKEN.uses()),
             ("UPLOAD_ARTIFACT", &UPLOAD_ARTIFACT.uses()),
         ],
