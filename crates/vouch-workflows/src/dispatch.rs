@@ -35,19 +35,7 @@ pub(crate) enum Announcer {
 }
 
 fn bad(option: &'static str, value: &str, reason: &str) -> Error {
-    Error::Option {
-        option,
-        value: value.to_owned(),
-        reason: reason.to_owned(),
-    }
-}
-
-fn plain_path(p: &str) -> bool {
-    !p.is_empty()
-        && p.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"._/-".contains(&b))
-        && !p.starts_with(['/', '-'])
-        && !p.split('/').any(|c| c.is_empty() || c == "." || c == "..")
+    Error::option(option, value, reason)
 }
 
 impl Dispatch {
@@ -66,7 +54,7 @@ impl Dispatch {
                         "mode = \"flexci\" needs the project-to-tags JSON file (e.g. .pfnci/config.tags.json)",
                     )
                 })?;
-                if !plain_path(&projects) {
+                if !crate::plain_relative_path(&projects) {
                     return Err(bad(
                         "workflows.dispatch.projects",
                         &projects,

@@ -38,11 +38,7 @@ pub enum Install {
 }
 
 fn bad(option: &'static str, value: &str, reason: &str) -> Error {
-    Error::Option {
-        option,
-        value: value.to_owned(),
-        reason: reason.to_owned(),
-    }
+    Error::option(option, value, reason)
 }
 
 fn is_hex(s: &str, len: usize) -> bool {

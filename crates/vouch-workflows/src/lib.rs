@@ -156,6 +156,17 @@ pub enum Error {
     Shape { file: String, message: String },
 }
 
+impl Error {
+    /// A value of `option` that cannot be used, and why.
+    pub(crate) fn option(option: &'static str, value: &str, reason: &str) -> Error {
+        Error::Option {
+            option,
+            value: value.to_owned(),
+            reason: reason.to_owned(),
+        }
+    }
+}
+
 /// What the generated workflows are made with, besides the matrix.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Options {
@@ -196,19 +207,9 @@ impl Options {
     }
 
     fn validate(&self) -> Result<(), Error> {
-        let bad = |option, value: &str, reason: &str| Error::Option {
-            option,
-            value: value.to_owned(),
-            reason: reason.to_owned(),
-        };
+        let bad = Error::option;
         let p = &self.profile_path;
-        if p.is_empty()
-            || !p
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b"._/-".contains(&b))
-            || p.starts_with(['/', '-'])
-            || p.split('/').any(|c| c.is_empty() || c == "." || c == "..")
-        {
+        if !plain_relative_path(p) {
             return Err(bad(
                 "profile path",
                 p,
@@ -247,6 +248,16 @@ impl Options {
 pub struct GeneratedFile {
     pub name: String,
     pub contents: String,
+}
+
+/// A path in the repository that can go into a workflow unquoted: letters, digits, `.`, `_`,
+/// `-`, `/`; relative, no empty, `.` or `..` component.
+pub(crate) fn plain_relative_path(p: &str) -> bool {
+    !p.is_empty()
+        && p.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"._/-".contains(&b))
+        && !p.starts_with(['/', '-'])
+        && !p.split('/').any(|c| c.is_empty() || c == "." || c == "..")
 }
 
 fn plain_name(s: &str) -> bool {

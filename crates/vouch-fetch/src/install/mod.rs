@@ -107,6 +107,17 @@ fn pip_install(python: &Path) -> std::process::Command {
     cmd
 }
 
+/// Runs a `pip_install` command to its end; a pip that cannot be started is `Spawn`.
+fn run_pip(
+    mut cmd: std::process::Command,
+    python: &Path,
+) -> Result<std::process::ExitStatus, InstallError> {
+    cmd.status().map_err(|source| InstallError::Spawn {
+        python: python.to_owned(),
+        source,
+    })
+}
+
 /// An absolute, percent-encoded `file:` URL: a relative output directory or a `#` in a path
 /// must not change what pip reads.
 fn file_url(path: &Path) -> Result<url::Url, InstallError> {
@@ -150,15 +161,11 @@ pub fn pip_install_verified(
     }
     let req_file = scratch.join("requirements.txt");
     write_private(&req_file, &req)?;
-    let status = pip_install(python)
-        .args(["--no-deps", "--require-hashes", "-r"])
+    let mut cmd = pip_install(python);
+    cmd.args(["--no-deps", "--require-hashes", "-r"])
         .arg(&req_file)
-        .args(pip_args)
-        .status()
-        .map_err(|source| InstallError::Spawn {
-            python: python.to_owned(),
-            source,
-        })?;
+        .args(pip_args);
+    let status = run_pip(cmd, python)?;
     if !status.success() {
         return Err(InstallError::Failed(status));
     }
@@ -277,17 +284,13 @@ pub fn pip_install_dependencies(
     let req_file = scratch.join("dependencies.txt");
     write_private(&req_file, &req)?;
     let report_file = scratch.join("pip-report.json");
-    let status = pip_install(python)
-        .arg("--report")
+    let mut cmd = pip_install(python);
+    cmd.arg("--report")
         .arg(&report_file)
         .arg("-r")
         .arg(&req_file)
-        .args(pip_args)
-        .status()
-        .map_err(|source| InstallError::Spawn {
-            python: python.to_owned(),
-            source,
-        })?;
+        .args(pip_args);
+    let status = run_pip(cmd, python)?;
     if !status.success() {
         return Err(InstallError::DependenciesFailed(status));
     }
