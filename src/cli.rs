@@ -137,10 +137,12 @@ pub struct CacheArgs {
     /// Compile through this compiler cache, via a scoped gateway started for the build.
     #[arg(long, value_name = "ccache|sccache", requires = "cache_store")]
     pub cache: Option<Tool>,
-    /// The cache's backing store: a directory or redis://[user@]host:port.
+    /// The cache's backing store: a directory, redis://[user@]host:port, s3://bucket/prefix,
+    /// gs://bucket/prefix or gha (see README: stores).
     #[arg(long, value_name = "DIR|URL")]
     pub cache_store: Option<String>,
-    /// File holding the Redis password (never put it in the URL on a shared runner).
+    /// File holding the store's secret: a Redis password, an S3 secret access key, a GCS key
+    /// or token (never put it in the URL on a shared runner).
     #[arg(long, value_name = "FILE")]
     pub cache_password_file: Option<PathBuf>,
     #[command(flatten)]
@@ -324,10 +326,10 @@ pub struct ScopeArgs {
 pub enum CacheCommand {
     /// Run the scoped gateway on loopback until killed; prints its URL.
     Serve {
-        /// A directory, or redis://[user@]host:port.
+        /// A directory, redis://[user@]host:port, s3://bucket/prefix, gs://bucket/prefix or gha.
         #[arg(long, value_name = "DIR|URL")]
         store: String,
-        /// File holding the Redis password.
+        /// File holding the store's secret (Redis password, S3 secret key, GCS key or token).
         #[arg(long, value_name = "FILE")]
         password_file: Option<PathBuf>,
         #[command(flatten)]
@@ -367,16 +369,41 @@ pub enum CacheCommand {
     },
     /// Probe whether the store credential can write scopes this build must not; fail closed.
     Check {
-        /// redis://user@host:port — the credential this job holds (password in --password-file).
+        /// The store with the credential this job holds (its secret in --password-file).
         #[arg(long, value_name = "URL")]
         store: String,
-        /// File holding the store password.
+        /// File holding the store's secret.
         #[arg(long, value_name = "FILE")]
         password_file: Option<PathBuf>,
         #[command(flatten)]
         scope: ScopeArgs,
         #[arg(long)]
         json: bool,
+    },
+    /// A credential for one pull request's build that writes only pr/<N>: a Redis ACL user
+    /// that expires (its URL on stdout, its password in --out), or for s3:// and gs:// the
+    /// IAM policy to attach (JSON on stdout).
+    Grant {
+        /// The store with an admin credential (redis://admin@host:port), or the s3:// or
+        /// gs:// store the policy is for.
+        #[arg(long, value_name = "URL")]
+        store: String,
+        /// File holding the admin credential's secret.
+        #[arg(long, value_name = "FILE")]
+        password_file: Option<PathBuf>,
+        #[arg(long, value_name = "N")]
+        pr: u64,
+        /// The pull request's base branch (its builds read that scope).
+        #[arg(long, default_value = "main", value_name = "BRANCH")]
+        base_ref: String,
+        #[arg(long, default_value = "main", value_name = "BRANCH")]
+        default_branch: String,
+        /// How long the Redis user lives: `90s`, `30m`, `6h`, `1d`.
+        #[arg(long, default_value = "6h", value_parser = parse_ttl)]
+        ttl: std::time::Duration,
+        /// Where the Redis user's password goes (mode 0600); required for redis:// stores.
+        #[arg(long, value_name = "FILE")]
+        out: Option<PathBuf>,
     },
 }
 
@@ -412,6 +439,25 @@ pub struct InputsArgs {
     pub explain: bool,
     #[arg(long)]
     pub json: bool,
+}
+
+/// `6h`, `30m`, `90s`, `1d` for `cache grant --ttl`.
+pub fn parse_ttl(s: &str) -> Result<std::time::Duration, String> {
+    let (n, unit) = s.split_at(s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len()));
+    let n: u64 = n
+        .parse()
+        .map_err(|_| format!("{s:?}: expected a number and a unit (s, m, h, d), e.g. 6h"))?;
+    let secs = match unit {
+        "s" => 1,
+        "m" => 60,
+        "h" => 3600,
+        "d" => 86400,
+        _ => return Err(format!("{s:?}: expected a unit of s, m, h or d, e.g. 6h")),
+    };
+    if n == 0 {
+        return Err(format!("{s:?}: a grant must live longer than 0"));
+    }
+    Ok(std::time::Duration::from_secs(n * secs))
 }
 
 /// `KEY=VALUE` for `--set`.

@@ -72,17 +72,6 @@ pub fn build_options(
     })
 }
 
-/// A store spec without any password.
-pub fn store_display(spec: &str) -> String {
-    match spec.split_once("://").and_then(|(scheme, rest)| {
-        rest.rsplit_once('@')
-            .map(|(_, host)| format!("{scheme}://{host}"))
-    }) {
-        Some(s) => s,
-        None => spec.to_owned(),
-    }
-}
-
 impl ToolEnvArgs {
     /// The seal key from `--seal-key-file`, when given.
     pub fn seal_key(&self) -> anyhow::Result<Option<std::sync::Arc<vouch_fs::seal::SealKey>>> {
@@ -148,19 +137,18 @@ pub enum CacheCmdError {
     },
 }
 
-/// Puts the password from `file` into a `redis://[user@]host…` spec, so it never appears on a
-/// command line or in the environment. The file is read, not removed: a long-lived runner
-/// credential may be reused by later steps.
-pub fn store_with_password(spec: &str, file: Option<&Path>) -> anyhow::Result<String> {
+/// The store `spec` names, with the secret from `file` (a Redis password, an S3 secret
+/// access key, a GCS key or token), so it never appears on a command line or in the
+/// environment. Checked here, not by clap, whose message would repeat a password in the spec.
+/// The file is read, not removed: a long-lived runner credential may be reused by later steps.
+pub fn store_spec(spec: &str, file: Option<&Path>) -> anyhow::Result<vouch_cache::StoreSpec> {
+    let parsed = vouch_cache::StoreSpec::parse(spec).map_err(|e| usage(e.to_string()))?;
     let Some(file) = file else {
-        return Ok(spec.to_owned());
+        return Ok(parsed);
     };
-    let password = std::fs::read_to_string(file)
+    let secret = std::fs::read_to_string(file)
         .with_context(|| format!("reading the store password file {file:?}"))?;
-    Ok(vouch_cache::with_password(
-        spec,
-        password.trim_end_matches(['\n', '\r']),
-    )?)
+    Ok(parsed.with_secret(secret.trim_end_matches(['\n', '\r']).to_owned())?)
 }
 
 impl ScopeArgs {

@@ -219,6 +219,7 @@ static CLASSIFIERS: &[(&str, Classifier)] = classifiers![
     vouch_toolchain::ToolchainError,
     vouch_cache::GatewayError,
     vouch_cache::StoreError,
+    vouch_cache::GrantError,
     vouch_cache::ToolError,
     vouch_cache::UrlError,
     vouch_cache::ScopeError,
@@ -421,13 +422,23 @@ impl Classify for vouch_cache::StoreError {
     fn status(&self) -> Option<Status> {
         use vouch_cache::StoreError as S;
         Some(match self {
-            S::Io { .. } => Status::Io,
-            S::Redis(_) | S::Backend { .. } => Status::Environment,
+            S::Backend { .. } | S::Open { .. } | S::MissingEnv { .. } => Status::Environment,
             S::BadKey(_) => Status::InvalidInput,
-            S::BadSpec(_) | S::NotRedis(_) | S::PasswordNotTaken | S::PasswordTwice => {
+            S::BadSpec(_) | S::BadOption { .. } | S::SecretNotTaken { .. } | S::SecretTwice(_) => {
                 Status::Usage
             }
         })
+    }
+}
+
+impl Classify for vouch_cache::GrantError {
+    fn status(&self) -> Option<Status> {
+        use vouch_cache::GrantError as G;
+        match self {
+            G::Store(s) => s.status(),
+            G::Redis { .. } | G::Random(_) => Some(Status::Environment),
+            G::NothingToGrant { .. } => Some(Status::Usage),
+        }
     }
 }
 
@@ -572,7 +583,15 @@ mod tests {
                 Status::Usage,
             ),
             (
-                vouch_cache::StoreError::NotRedis("/tmp".into()).into(),
+                vouch_cache::StoreError::SecretTwice("redis://u@h:1".into()).into(),
+                Status::Usage,
+            ),
+            (
+                vouch_cache::GrantError::NothingToGrant {
+                    backend: "gha",
+                    why: "x",
+                }
+                .into(),
                 Status::Usage,
             ),
             (

@@ -109,8 +109,7 @@ fn cache_setup(args: &BuildArgs) -> anyhow::Result<Option<vouch_cell::CacheSetup
         .context("deciding the cache scope")?;
     Ok(Some(vouch_cell::CacheSetup {
         tool,
-        store_display: crate::common::store_display(store),
-        store: crate::common::store_with_password(
+        store: crate::common::store_spec(
             store,
             args.cache.cache_password_file.as_deref(),
         )?,

@@ -1,4 +1,4 @@
-//! `vouch cache serve|env|stats|check`.
+//! `vouch cache serve|env|stats|check|grant`.
 
 use std::collections::BTreeMap;
 use std::process::ExitCode;
@@ -7,7 +7,7 @@ use anyhow::Context as _;
 use vouch_cache::{GatewayStats, GatewayUrl, RunningGateway, Scope, ToolStats};
 
 use crate::cli::{CacheCommand, EnvFormat, UrlArgs};
-use crate::common::{CacheCmdError, store_with_password, usage};
+use crate::common::{CacheCmdError, store_spec, usage};
 use crate::output;
 
 impl UrlArgs {
@@ -106,9 +106,7 @@ pub fn run(cmd: CacheCommand) -> anyhow::Result<ExitCode> {
             url_file,
             max_entry_bytes,
         } => {
-            // Checked here, not by clap, whose message would repeat a password in the spec.
-            vouch_cache::check_store_spec(&store).map_err(|e| usage(e.to_string()))?;
-            let store = store_with_password(&store, password_file.as_deref())?;
+            let store = store_spec(&store, password_file.as_deref())?;
             let policy = scope.policy()?;
             output::note(format!(
                 "scope: {} (write {}; read {:?})",
@@ -181,22 +179,12 @@ pub fn run(cmd: CacheCommand) -> anyhow::Result<ExitCode> {
             scope,
             json,
         } => {
-            vouch_cache::check_redis_spec(&store).map_err(|e| usage(e.to_string()))?;
-            let store = store_with_password(&store, password_file.as_deref())?;
+            let store = store_spec(&store, password_file.as_deref())?;
             let policy = scope.policy()?;
             let t = scope.trigger()?;
-            let mut forbidden = vec![Scope::branch(&t.default_branch)?];
-            if let Some(b) = &t.base_ref {
-                forbidden.push(Scope::branch(b.strip_prefix("refs/heads/").unwrap_or(b))?);
-            }
-            forbidden.push(Scope::pr(t.pr.map_or(1, |n| n + 1)));
-            // Any other branch or tag: a credential fenced only for the default branch would
-            // still let a PR pre-fill the scope of the next release tag.
-            forbidden.push(Scope::branch("vouch-fence-probe")?);
-            forbidden.push("tag/vouch-fence-probe".parse()?);
             let rt = crate::common::runtime()?;
             let report = rt
-                .block_on(vouch_cache::check_redis_fence(&store, &policy, &forbidden))
+                .block_on(vouch_cache::check_fence(&store, &policy, &t))
                 .context("probing the cache store")?;
             if json {
                 output::json(&report);
@@ -207,6 +195,11 @@ pub fn run(cmd: CacheCommand) -> anyhow::Result<ExitCode> {
                         (false, false) => "fenced",
                         (true, true) => "writable (own scope)",
                         (true, false) => "not writable (own scope; builds will not fill the cache)",
+                    };
+                    let verdict = if p.inconclusive && !p.may_write {
+                        "NO VERDICT (counted as open)"
+                    } else {
+                        verdict
                     };
                     output::data(format!("{:<24} {verdict}: {}", p.scope, p.detail));
                 }
@@ -220,5 +213,73 @@ pub fn run(cmd: CacheCommand) -> anyhow::Result<ExitCode> {
                 Ok(crate::exit::Status::FenceOpen.into())
             }
         }
+        CacheCommand::Grant {
+            store,
+            password_file,
+            pr,
+            base_ref,
+            default_branch,
+            ttl,
+            out,
+        } => grant(
+            &store_spec(&store, password_file.as_deref())?,
+            pr,
+            &base_ref,
+            &default_branch,
+            ttl,
+            out.as_deref(),
+        ),
     }
 }
+
+fn grant(
+    store: &vouch_cache::StoreSpec,
+    pr: u64,
+    base_ref: &str,
+    default_branch: &str,
+    ttl: std::time::Duration,
+    out: Option<&std::path::Path>,
+) -> anyhow::Result<ExitCode> {
+    let policy = vouch_cache::ScopePolicy::for_trigger(&vouch_cache::Trigger {
+        event: "pull_request".into(),
+        git_ref: format!("refs/pull/{pr}/merge"),
+        pr: Some(pr),
+        base_ref: Some(base_ref.to_owned()),
+        default_branch: default_branch.to_owned(),
+        from_fork: false,
+    })?;
+    if store.backend() == "redis" && out.is_none() {
+        return Err(usage("a redis:// grant needs --out FILE for the new user's password"));
+    }
+    let rt = crate::common::runtime()?;
+    match rt.block_on(vouch_cache::grant(store, pr, &policy, ttl))? {
+        vouch_cache::Grant::Redis {
+            user,
+            store,
+            password,
+            expires_in,
+        } => {
+            let out = out.expect("checked above");
+            vouch_fs::write_atomically(
+                out,
+                secrecy::ExposeSecret::expose_secret(&password).as_bytes(),
+                vouch_fs::Mode::Private,
+            )
+            .with_context(|| format!("writing the password of {user} to {out:?}"))?;
+            output::note(format!(
+                "granted {user}: writes pr/{pr}, reads {:?}; expires in {}s; password in {out:?}",
+                policy.read.iter().map(Scope::as_str).collect::<Vec<_>>(),
+                expires_in.as_secs()
+            ));
+            output::data(store);
+        }
+        vouch_cache::Grant::Policy(doc) => {
+            output::note(format!(
+                "attach this policy to the identity pull request #{pr}'s build assumes; vouch changed nothing"
+            ));
+            output::json(&doc);
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+

@@ -358,7 +358,7 @@ pub enum GatewayError {
 
 impl RunningGateway {
     pub fn start(
-        store_spec: &str,
+        store_spec: &crate::StoreSpec,
         policy: ScopePolicy,
         listen: SocketAddr,
         max_entry: usize,
@@ -468,7 +468,8 @@ mod tests {
     #[test]
     fn issue12_start_refuses_non_loopback_and_hands_out_a_secret_url() {
         let dir = tempfile::tempdir().unwrap();
-        let store = dir.path().join("store").display().to_string();
+        let store =
+            crate::StoreSpec::parse(&dir.path().join("store").display().to_string()).unwrap();
         for addr in [
             "0.0.0.0:0",
             "[::]:0",

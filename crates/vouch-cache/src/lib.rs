@@ -4,6 +4,7 @@
 //! store's credentials are the real fence (`check`).
 
 mod check;
+mod grant;
 mod gateway;
 mod gateway_url;
 mod scope;
@@ -11,15 +12,13 @@ mod store;
 mod tools;
 mod trigger;
 
-pub use check::{CheckReport, check_redis_fence};
+pub use check::{CheckReport, Probe, check_fence, forbidden_scopes};
+pub use grant::{Grant, GrantError, gcs_bindings, grant, pr_user, s3_policy};
 pub use gateway::{
     DEFAULT_MAX_ENTRY, GatewayError, GatewayStats, LayerStats, RunningGateway, Secret, router,
 };
 pub use gateway_url::{GatewayUrl, UrlError};
 pub use scope::{Scope, ScopeError, ScopePolicy, Trigger};
-pub use store::{
-    AnyStore, CacheStore, DirStore, RedisStore, StoreError, check_key, check_redis_spec,
-    check_store_spec, with_password,
-};
+pub use store::{AnyStore, CacheStore, Fence, StoreError, StoreSpec, check_key};
 pub use tools::{Tool, ToolError, ToolSession, ToolStats, read_tool_stats, tool_env};
 pub use trigger::TriggerError;

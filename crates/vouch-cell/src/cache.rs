@@ -3,13 +3,10 @@
 
 use crate::{CellError, Reporter, record::CacheRecord};
 
-/// What the caller decided: the tool, the store (password already in it) and the scope policy.
+/// What the caller decided: the tool, the store (with its secret) and the scope policy.
 pub struct CacheSetup {
     pub tool: vouch_cache::Tool,
-    /// The store spec; it may hold a password, so it is never shown.
-    pub store: String,
-    /// The store as it may be shown.
-    pub store_display: String,
+    pub store: vouch_cache::StoreSpec,
     pub policy: vouch_cache::ScopePolicy,
 }
 
@@ -31,7 +28,7 @@ impl RunningCache {
         reporter.note(&format!(
             "cache: {} via {} ({})",
             setup.tool.name(),
-            setup.store_display,
+            setup.store.display(),
             setup.policy.reason
         ));
         let gateway = vouch_cache::RunningGateway::start(

@@ -1,101 +1,69 @@
-//! Backing stores. Keys are `<scope>/<key>`; a store never decides scopes, the gateway does.
+//! Backing stores, all on Apache OpenDAL (the storage layer sccache itself uses). An entry
+//! lives at `<prefix>/<scope>/<key>`; a store never decides scopes, the gateway does.
 //!
-//! Each backend is one module that implements [`CacheStore`] and exports a [`Backend`]: which
-//! specs it takes and how it opens them. [`BACKENDS`] lists them; every spec is parsed there.
+//! A store is named by one URL, parsed in [`StoreSpec`]; each backend is one module under
+//! `backends/` (its URL form, the secret it takes, how its credential is fenced, its limits).
+//! Adding a backend is a module and one entry in `backends::BACKENDS`.
 
-mod dir;
-mod redis;
+mod backends;
+mod spec;
 
 use std::future::Future;
-use std::path::PathBuf;
-use std::pin::Pin;
 
 use bytes::Bytes;
+use opendal::{ErrorKind, Operator};
+
+pub use backends::Fence;
+pub use spec::StoreSpec;
 
 use crate::Scope;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
-    #[error("cache store I/O on {path:?}")]
-    Io {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    #[error("redis store")]
-    Redis(#[source] ::redis::RedisError),
-    /// A backend's service failed (unreachable, refused, timed out). New backends report
+    /// The service failed (unreachable, refused, timed out, denied). Every backend reports
     /// here, so adding one needs no new variant and no new exit status.
-    #[error("{backend} store")]
+    #[error("{backend} store: {operation} {path:?}")]
     Backend {
         backend: &'static str,
+        operation: &'static str,
+        path: String,
         #[source]
-        source: Box<dyn std::error::Error + Send + Sync>,
+        source: opendal::Error,
     },
-    #[error("a password file only applies to redis:// stores")]
-    PasswordNotTaken,
-    #[error("the store URL already has a password; give it only in the file")]
-    PasswordTwice,
+    #[error("cannot open the {backend} store {spec:?}")]
+    Open {
+        backend: &'static str,
+        spec: String,
+        #[source]
+        source: opendal::Error,
+    },
+    #[error("a password file does not apply to {backend} stores ({spec:?}): {why}")]
+    SecretNotTaken {
+        backend: &'static str,
+        spec: String,
+        why: &'static str,
+    },
+    #[error("the store URL {0:?} already has a password; give it only in the file")]
+    SecretTwice(String),
+    #[error("store {spec:?}: option {option:?} {problem}")]
+    BadOption {
+        spec: String,
+        option: String,
+        problem: String,
+    },
+    #[error("the {backend} store needs {var} in the environment: {why}")]
+    MissingEnv {
+        backend: &'static str,
+        var: &'static str,
+        why: &'static str,
+    },
     #[error("cache key {0:?} is not a relative path of `[A-Za-z0-9._-]` parts")]
     BadKey(String),
-    #[error("store {0:?}: expected {forms}", forms = forms())]
+    #[error("store {0:?}: expected {forms}", forms = backends::forms())]
     BadSpec(String),
-    #[error(
-        "store {0:?} is not a redis:// URL; `cache check` probes what a redis:// credential may write (a directory has no credential to probe)"
-    )]
-    NotRedis(String),
 }
 
-/// `spec` with any `user:password@` cut out, for messages.
-fn redact(spec: &str) -> String {
-    match spec.split_once("://") {
-        Some((scheme, rest)) => match rest.rsplit_once('@') {
-            Some((_, host)) => format!("{scheme}://…@{host}"),
-            None => spec.to_owned(),
-        },
-        None => spec.to_owned(),
-    }
-}
-
-pub use dir::DirStore;
-pub use redis::{RedisStore, check_redis_spec, with_password};
-
-/// Every store vouch can open. A new backend is a module and one entry here.
-const BACKENDS: &[Backend] = &[dir::BACKEND, redis::BACKEND];
-
-pub(crate) type Opening<'a> =
-    Pin<Box<dyn Future<Output = Result<AnyStore, StoreError>> + Send + 'a>>;
-
-/// How one backend is chosen and opened.
-pub(crate) struct Backend {
-    /// What its specs look like, for the message that lists what a spec may be.
-    form: &'static str,
-    /// Whether `spec` names this backend; no two backends take one spec.
-    takes: fn(&str) -> bool,
-    open: for<'a> fn(&'a str) -> Opening<'a>,
-}
-
-fn forms() -> String {
-    BACKENDS
-        .iter()
-        .map(|b| b.form)
-        .collect::<Vec<_>>()
-        .join(" or ")
-}
-
-fn backend(spec: &str) -> Result<&'static Backend, StoreError> {
-    BACKENDS
-        .iter()
-        .find(|b| !spec.is_empty() && (b.takes)(spec))
-        .ok_or_else(|| StoreError::BadSpec(redact(spec)))
-}
-
-/// A spec some backend takes (a directory path, `redis://…`); any other scheme is a mistake.
-pub fn check_store_spec(spec: &str) -> Result<(), StoreError> {
-    backend(spec).map(|_| ())
-}
-
-/// Checks a key from a client before it touches a path or a Redis key.
+/// Checks a key from a client before it touches a path or an object name.
 pub fn check_key(key: &str) -> Result<(), StoreError> {
     let ok = !key.is_empty()
         && key.len() <= 1024
@@ -135,93 +103,77 @@ pub trait CacheStore: Send + Sync + 'static {
     fn describe(&self) -> String;
 }
 
-/// Any backend, chosen at run time from its spec.
-pub struct AnyStore(Box<dyn DynStore>);
+/// An opened store: any backend, chosen at run time from its [`StoreSpec`].
+pub struct AnyStore {
+    op: Operator,
+    backend: &'static backends::Backend,
+    display: String,
+}
+
+fn object_path(scope: &Scope, key: &str) -> String {
+    format!("{scope}/{key}")
+}
 
 impl AnyStore {
-    pub fn new(store: impl CacheStore) -> Self {
-        AnyStore(Box::new(store))
+    /// The store `spec` names, with its secret.
+    pub async fn open(spec: &StoreSpec) -> Result<Self, StoreError> {
+        spec.open()
     }
 
-    /// The store `spec` names (see [`check_store_spec`]).
-    pub async fn open(spec: &str) -> Result<Self, StoreError> {
-        (backend(spec)?.open)(spec).await
-    }
-}
-
-type StoreFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, StoreError>> + Send + 'a>>;
-
-/// [`CacheStore`] with boxed futures, so one [`AnyStore`] can hold any backend.
-trait DynStore: Send + Sync + 'static {
-    fn get<'a>(&'a self, scope: &'a Scope, key: &'a str) -> StoreFuture<'a, Option<Bytes>>;
-    fn exists<'a>(&'a self, scope: &'a Scope, key: &'a str) -> StoreFuture<'a, bool>;
-    fn put<'a>(&'a self, scope: &'a Scope, key: &'a str, data: Bytes) -> StoreFuture<'a, ()>;
-    fn describe(&self) -> String;
-}
-
-impl<S: CacheStore> DynStore for S {
-    fn get<'a>(&'a self, scope: &'a Scope, key: &'a str) -> StoreFuture<'a, Option<Bytes>> {
-        Box::pin(CacheStore::get(self, scope, key))
+    pub(crate) fn operator(&self) -> &Operator {
+        &self.op
     }
 
-    fn exists<'a>(&'a self, scope: &'a Scope, key: &'a str) -> StoreFuture<'a, bool> {
-        Box::pin(CacheStore::exists(self, scope, key))
+    fn error(&self, operation: &'static str, path: String, source: opendal::Error) -> StoreError {
+        StoreError::Backend {
+            backend: self.backend.name,
+            operation,
+            path,
+            source,
+        }
     }
 
-    fn put<'a>(&'a self, scope: &'a Scope, key: &'a str, data: Bytes) -> StoreFuture<'a, ()> {
-        Box::pin(CacheStore::put(self, scope, key, data))
-    }
-
-    fn describe(&self) -> String {
-        CacheStore::describe(self)
+    /// Whether `e` says the credential may not do what was asked (as opposed to the service
+    /// failing): `cache check` reads a fence only from this.
+    pub(crate) fn denied(&self, e: &StoreError) -> bool {
+        match e {
+            StoreError::Backend { source, .. } => (self.backend.denied)(source),
+            _ => false,
+        }
     }
 }
 
 impl CacheStore for AnyStore {
     async fn get(&self, scope: &Scope, key: &str) -> Result<Option<Bytes>, StoreError> {
-        self.0.get(scope, key).await
+        let path = object_path(scope, key);
+        match self.op.read(&path).await {
+            Ok(buf) => Ok(Some(buf.to_bytes())),
+            Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(self.error("read", path, e)),
+        }
     }
 
     async fn exists(&self, scope: &Scope, key: &str) -> Result<bool, StoreError> {
-        self.0.exists(scope, key).await
+        let path = object_path(scope, key);
+        match self.op.stat(&path).await {
+            Ok(_) => Ok(true),
+            Err(e) if e.kind() == ErrorKind::NotFound => Ok(false),
+            Err(e) => Err(self.error("stat", path, e)),
+        }
     }
 
     async fn put(&self, scope: &Scope, key: &str, data: Bytes) -> Result<(), StoreError> {
-        self.0.put(scope, key, data).await
+        let path = object_path(scope, key);
+        match self.op.write(&path, data).await {
+            Ok(_) => Ok(()),
+            // Immutable stores (the GitHub cache) refuse a second write of a key. Every key a
+            // compiler cache writes names its content, so the entry already there is this one.
+            Err(e) if e.kind() == ErrorKind::AlreadyExists => Ok(()),
+            Err(e) => Err(self.error("write", path, e)),
+        }
     }
 
     fn describe(&self) -> String {
-        self.0.describe()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn specs_pick_one_backend() {
-        let cases = [
-            ("/var/cache/vouch", Some("a directory path")),
-            ("relative/dir", Some("a directory path")),
-            (
-                "redis://h:6379",
-                Some("redis://[user[:password]@]host:port[/db]"),
-            ),
-            (
-                "rediss://u:p@h:6380/1",
-                Some("redis://[user[:password]@]host:port[/db]"),
-            ),
-            ("", None),
-            ("s3://bucket", None),
-            ("https://u:p@h/x", None),
-        ];
-        for (spec, want) in cases {
-            assert_eq!(backend(spec).ok().map(|b| b.form), want, "{spec}");
-        }
-        assert_eq!(
-            check_store_spec("https://u:p@h/x").unwrap_err().to_string(),
-            "store \"https://…@h/x\": expected a directory path or redis://[user[:password]@]host:port[/db]"
-        );
+        self.display.clone()
     }
 }

@@ -1,0 +1,264 @@
+//! `vouch cache grant`: a credential for one pull request's build that can write only its own
+//! scope. For Redis vouch mints it (an ACL user that expires); for S3 and GCS it prints the
+//! IAM policy a cloud admin attaches to the identity the PR job assumes.
+
+use std::time::Duration;
+
+use serde_json::json;
+
+use crate::store::StoreSpec;
+use crate::{Scope, ScopePolicy, StoreError};
+
+#[derive(Debug, thiserror::Error)]
+pub enum GrantError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("redis {endpoint}: {what}")]
+    Redis {
+        endpoint: String,
+        what: &'static str,
+        #[source]
+        source: ::redis::RedisError,
+    },
+    #[error("{backend} stores need no grant: {why}")]
+    NothingToGrant {
+        backend: &'static str,
+        why: &'static str,
+    },
+    #[error("cannot draw a random password")]
+    Random(#[source] getrandom::Error),
+}
+
+/// What a grant hands the PR job.
+pub enum Grant {
+    /// A Redis ACL user: the store URL to give the PR job (no password) and the password for
+    /// its password file.
+    Redis {
+        user: String,
+        store: String,
+        password: secrecy::SecretString,
+        expires_in: Duration,
+    },
+    /// The IAM document a cloud admin attaches (nothing was changed by vouch).
+    Policy(serde_json::Value),
+}
+
+/// The ACL user of PR `n`.
+pub fn pr_user(n: u64) -> String {
+    format!("vouch-pr-{n}")
+}
+
+/// Marks a live grant; the user is removed by the first grant after it expires. Outside the
+/// scope namespace, so no build's key pattern reaches it.
+fn marker(user: &str) -> String {
+    format!("vouch-grants/{user}")
+}
+
+/// Grants PR `pr` of a repository whose PRs read `policy.read` and write `policy.write`.
+pub async fn grant(
+    admin: &StoreSpec,
+    pr: u64,
+    policy: &ScopePolicy,
+    ttl: Duration,
+) -> Result<Grant, GrantError> {
+    let write = policy.write.clone().unwrap_or_else(|| Scope::pr(pr));
+    match admin.backend() {
+        "redis" => redis_grant(admin, pr, &write, &policy.read, ttl).await,
+        "s3" => {
+            let s = admin.s3_location()?;
+            Ok(Grant::Policy(s3_policy(&s.bucket, &s.prefix, &write, &policy.read)))
+        }
+        "gcs" => {
+            let g = admin.gcs_location()?;
+            Ok(Grant::Policy(gcs_bindings(&g.bucket, &g.prefix, pr, &write, &policy.read)))
+        }
+        "gha" => Err(GrantError::NothingToGrant {
+            backend: "gha",
+            why: "GitHub scopes each run's cache token by its trigger",
+        }),
+        other => Err(GrantError::NothingToGrant {
+            backend: other,
+            why: "the store has no credential of its own to narrow (file modes decide)",
+        }),
+    }
+}
+
+fn object_prefix(prefix: &str, scope: &Scope) -> String {
+    if prefix.is_empty() {
+        format!("{scope}/")
+    } else {
+        format!("{prefix}/{scope}/")
+    }
+}
+
+/// Read the read scopes, write (and delete, so `cache check` can remove its probe) the write
+/// scope. `s3:ListBucket` limited to those prefixes: without it AWS answers a missing key with
+/// 403 instead of 404, and a miss would look like a refusal.
+pub fn s3_policy(bucket: &str, prefix: &str, write: &Scope, read: &[Scope]) -> serde_json::Value {
+    let objects = |scopes: &[&Scope]| -> Vec<String> {
+        scopes
+            .iter()
+            .map(|s| format!("arn:aws:s3:::{bucket}/{}*", object_prefix(prefix, s)))
+            .collect()
+    };
+    let reads: Vec<&Scope> = read.iter().collect();
+    json!({
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Sid": "VouchReadScopes",
+                "Effect": "Allow",
+                "Action": ["s3:GetObject"],
+                "Resource": objects(&reads),
+            },
+            {
+                "Sid": "VouchWriteOwnScope",
+                "Effect": "Allow",
+                "Action": ["s3:PutObject", "s3:DeleteObject"],
+                "Resource": objects(&[write]),
+            },
+            {
+                "Sid": "VouchListReadScopes",
+                "Effect": "Allow",
+                "Action": ["s3:ListBucket"],
+                "Resource": [format!("arn:aws:s3:::{bucket}")],
+                "Condition": {"StringLike": {"s3:prefix": reads
+                    .iter()
+                    .map(|s| format!("{}*", object_prefix(prefix, s)))
+                    .collect::<Vec<_>>()}},
+            },
+        ],
+    })
+}
+
+/// Conditional bucket IAM bindings (policy version 3): `objectUser` on the write prefix (it
+/// includes delete, so the probe can be removed; `objectCreator` cannot delete), `objectViewer`
+/// on each read prefix. `member` is a placeholder for the PR job's identity.
+pub fn gcs_bindings(
+    bucket: &str,
+    prefix: &str,
+    pr: u64,
+    write: &Scope,
+    read: &[Scope],
+) -> serde_json::Value {
+    let cond = |title: String, scopes: &[&Scope]| {
+        let expr = scopes
+            .iter()
+            .map(|s| {
+                format!(
+                    "resource.name.startsWith(\"projects/_/buckets/{bucket}/objects/{}\")",
+                    object_prefix(prefix, s)
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(" || ");
+        json!({"title": title, "expression": expr})
+    };
+    let member = format!("principal://REPLACE-with-the-identity-of-pr-{pr}-jobs");
+    let reads: Vec<&Scope> = read.iter().collect();
+    json!({
+        "version": 3,
+        "bindings": [
+            {
+                "role": "roles/storage.objectUser",
+                "members": [member],
+                "condition": cond(format!("vouch-pr-{pr}-write"), &[write]),
+            },
+            {
+                "role": "roles/storage.objectViewer",
+                "members": [member],
+                "condition": cond(format!("vouch-pr-{pr}-read"), &reads),
+            },
+        ],
+    })
+}
+
+async fn redis_grant(
+    admin: &StoreSpec,
+    pr: u64,
+    write: &Scope,
+    read: &[Scope],
+    ttl: Duration,
+) -> Result<Grant, GrantError> {
+    let (r, url) = admin.redis_location()?;
+    let err = |what: &'static str| {
+        let endpoint = r.endpoint.clone();
+        move |source| GrantError::Redis {
+            endpoint,
+            what,
+            source,
+        }
+    };
+    // The admin's URL with its password from the file, for this connection only.
+    let mut admin_url = url.clone();
+    if let Some(p) = admin.secret() {
+        let _ = admin_url.set_password(Some(p));
+    }
+    let client = redis::Client::open(admin_url.as_str()).map_err(err("cannot connect"))?;
+    let mut c = client
+        .get_multiplexed_async_connection()
+        .await
+        .map_err(err("cannot connect"))?;
+    sweep(&mut c).await.map_err(err("cannot remove expired grants"))?;
+    let user = pr_user(pr);
+    let mut bytes = [0u8; 24];
+    getrandom::fill(&mut bytes).map_err(GrantError::Random)?;
+    let password: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    let mut acl = redis::cmd("ACL");
+    acl.arg("SETUSER")
+        .arg(&user)
+        .arg("reset")
+        .arg("on")
+        .arg(format!(">{password}"))
+        .arg(format!("~{write}/*"));
+    for s in read.iter().filter(|s| *s != write) {
+        // Read-only key patterns (Redis 7 `%R~`): the fence that keeps a PR out of what
+        // trusted builds read.
+        acl.arg(format!("%R~{s}/*"));
+    }
+    // What OpenDAL's Redis service sends (GET, GETRANGE, EXISTS+STRLEN for stat, SET/SETEX,
+    // DEL), and what a client sends on connecting.
+    acl.arg("resetchannels").arg("-@all").arg("+@connection");
+    for c in ["get", "getrange", "strlen", "exists", "set", "setex", "del"] {
+        acl.arg(format!("+{c}"));
+    }
+    acl.query_async::<()>(&mut c)
+        .await
+        .map_err(err("ACL SETUSER was refused (the admin user needs +acl)"))?;
+    redis::cmd("SET")
+        .arg(marker(&user))
+        .arg(write.as_str())
+        .arg("EX")
+        .arg(ttl.as_secs().max(1))
+        .query_async::<()>(&mut c)
+        .await
+        .map_err(err("cannot record the grant's expiry"))?;
+    tracing::info!(%user, ttl_s = ttl.as_secs(), "granted a per-PR cache user");
+    let mut store = url;
+    let _ = store.set_password(None);
+    let _ = store.set_username(&user);
+    Ok(Grant::Redis {
+        user,
+        store: store.to_string(),
+        password: password.into(),
+        expires_in: ttl,
+    })
+}
+
+/// Deletes every `vouch-pr-*` user whose grant marker has expired: Redis ACL users have no
+/// TTL of their own.
+async fn sweep(c: &mut redis::aio::MultiplexedConnection) -> redis::RedisResult<()> {
+    let users: Vec<String> = redis::cmd("ACL").arg("USERS").query_async(c).await?;
+    for user in users.iter().filter(|u| u.starts_with("vouch-pr-")) {
+        let live: bool = redis::cmd("EXISTS").arg(marker(user)).query_async(c).await?;
+        if !live {
+            redis::cmd("ACL")
+                .arg("DELUSER")
+                .arg(user)
+                .query_async::<()>(c)
+                .await?;
+            tracing::info!(%user, "removed an expired per-PR cache user");
+        }
+    }
+    Ok(())
+}
