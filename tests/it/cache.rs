@@ -94,18 +94,6 @@ impl Scenario {
     }
 }
 
-const TRUSTED: &[&str] = &["--event", "push", "--ref", "refs/heads/main"];
-const PR7: &[&str] = &[
-    "--event",
-    "pull_request",
-    "--ref",
-    "refs/pull/7/merge",
-    "--pr",
-    "7",
-    "--base-ref",
-    "main",
-];
-
 /// Keys the store holds, as `<scope>/<tool>/...` strings.
 fn store_keys(store: &str, redis: Option<&RedisServer>) -> Vec<String> {
     match redis {
@@ -385,49 +373,6 @@ fn cache_check_fails_closed_on_a_broad_credential() {
     );
 }
 
-/// `vouch cache serve` in the background; killed on drop.
-struct Served {
-    child: std::process::Child,
-    url: String,
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn serve(dir: &Path, store: impl AsRef<std::ffi::OsStr>, args: &[&str]) -> Served {
-    let url_file = dir.join(format!(
-        "url-{}",
-        args.join("-").replace(['/', ':', '.'], "_")
-    ));
-    let child = std::process::Command::new(env!("CARGO_BIN_EXE_vouch"))
-        .args(["cache", "serve", "--store"])
-        .arg(store)
-        .args(args)
-        .arg("--url-file")
-        .arg(&url_file)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    // From here on, dropping `served` kills and reaps the child, panic or not.
-    let mut served = Served {
-        child,
-        url: String::new(),
-    };
-    for _ in 0..100 {
-        if let Ok(url) = std::fs::read_to_string(&url_file) {
-            served.url = url;
-            return served;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    panic!("vouch cache serve did not start");
-}
-
 #[test]
 fn gateway_bounds_entries_and_layers_reads() {
     let dir = tempdir();
@@ -661,24 +606,6 @@ fn dir_entries(store: &Path) -> Vec<String> {
     keys.sort();
     keys
 }
-
-fn request(c: &reqwest::Client, method: &str, url: &str, body: Option<&str>) -> (u16, String) {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    rt.block_on(async {
-        let mut r = c.request(reqwest::Method::from_bytes(method.as_bytes()).unwrap(), url);
-        if let Some(b) = body {
-            r = r.body(b.to_owned());
-        }
-        let resp = r.send().await.unwrap();
-        let status = resp.status().as_u16();
-        (status, resp.text().await.unwrap_or_default())
-    })
-}
-
-const SECRET_LIKE: &str = "0123456789abcdef0123456789abcdef";
 
 #[test]
 fn issue12_cache_env_refuses_hostile_urls() {

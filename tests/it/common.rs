@@ -118,7 +118,8 @@ pub fn copy_sample(dest: &Path) {
     }
 }
 
-fn walk(dir: &Path) -> Vec<PathBuf> {
+/// Every file under `dir`, sorted.
+pub fn walk(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
     for e in std::fs::read_dir(dir).unwrap() {
         let p = e.unwrap().path();
@@ -292,6 +293,86 @@ impl Drop for RedisServer {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// `vouch cache serve` scope flags: a trusted push to main.
+pub const TRUSTED: &[&str] = &["--event", "push", "--ref", "refs/heads/main"];
+/// A pull request #7 against main: reads pr/7, branch/main; writes pr/7 only.
+pub const PR7: &[&str] = &[
+    "--event",
+    "pull_request",
+    "--ref",
+    "refs/pull/7/merge",
+    "--pr",
+    "7",
+    "--base-ref",
+    "main",
+];
+
+/// `vouch cache serve` in the background; killed on drop.
+pub struct Served {
+    child: std::process::Child,
+    pub url: String,
+    /// What `cache serve --url-file` wrote.
+    pub url_file: PathBuf,
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+pub fn serve(dir: &Path, store: impl AsRef<std::ffi::OsStr>, args: &[&str]) -> Served {
+    let url_file = dir.join(format!(
+        "url-{}",
+        args.join("-").replace(['/', ':', '.'], "_")
+    ));
+    let child = Command::new(env!("CARGO_BIN_EXE_vouch"))
+        .args(["cache", "serve", "--store"])
+        .arg(store)
+        .args(args)
+        .arg("--url-file")
+        .arg(&url_file)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // From here on, dropping `served` kills and reaps the child, panic or not.
+    let mut served = Served {
+        child,
+        url: String::new(),
+        url_file: url_file.clone(),
+    };
+    for _ in 0..100 {
+        if let Ok(url) = std::fs::read_to_string(&url_file) {
+            served.url = url;
+            return served;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    panic!("vouch cache serve did not start");
+}
+
+/// Shaped like a gateway secret (32 hex digits); no gateway draws it.
+pub const SECRET_LIKE: &str = "0123456789abcdef0123456789abcdef";
+
+/// One HTTP request to a gateway: (status, body).
+pub fn request(c: &reqwest::Client, method: &str, url: &str, body: Option<&str>) -> (u16, String) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let mut r = c.request(reqwest::Method::from_bytes(method.as_bytes()).unwrap(), url);
+        if let Some(b) = body {
+            r = r.body(b.to_owned());
+        }
+        let resp = r.send().await.unwrap();
+        let status = resp.status().as_u16();
+        (status, resp.text().await.unwrap_or_default())
+    })
 }
 
 /// `vouch attest FILE --out BUNDLE`, keyless against a local Sigstore instance, in a GitHub

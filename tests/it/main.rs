@@ -16,6 +16,7 @@ mod cell;
 mod dispatch;
 mod fetch;
 mod flexci;
+mod kernel_cache;
 mod profile;
 mod provenance;
 mod prsign;

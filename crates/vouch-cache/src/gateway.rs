@@ -2,6 +2,14 @@
 //! fall through the policy's read scopes in order; PUT goes to the write scope only; anything
 //! else is refused.
 //!
+//! The path below the secret is the store key itself, so each client lives in its own
+//! namespace inside a scope: `sccache/…`, `ccache/…`, and `kv/<key>`, the plain key/value
+//! endpoint for anything that is neither (CuPy's kernel cache,
+//! `pyproject-templates/cupy/kernel_cache/`). A kv key therefore lands at
+//! `<scope>/kv/<key>` and can never read or overwrite a compiler cache's entry, whatever the
+//! key is. Every namespace gets the same scopes, key rule ([`check_key`]), size cap and
+//! counters, because it is the same handler: there is no per-namespace code to drift apart.
+//!
 //! Loopback is not a fence on a shared host: any local user can connect. So every URL the
 //! gateway hands out starts with a random per-run secret path segment, and a request without
 //! it is refused before it reaches the store.
@@ -121,6 +129,28 @@ struct Gateway<S> {
 }
 
 impl<S: CacheStore> Gateway<S> {
+    fn new(store: S, policy: ScopePolicy, max_entry: usize, secret: Secret) -> Self {
+        let counters = Counters {
+            layers: policy.read.iter().map(|_| Layer::default()).collect(),
+            scopes: policy.read.clone(),
+            misses: AtomicU64::new(0),
+            writes: AtomicU64::new(0),
+            bytes_written: AtomicU64::new(0),
+            refused_writes: AtomicU64::new(0),
+            refused_other: AtomicU64::new(0),
+            unauthorized: AtomicU64::new(0),
+            too_large: AtomicU64::new(0),
+            errors: AtomicU64::new(0),
+        };
+        Gateway {
+            store,
+            policy,
+            secret,
+            counters,
+            max_entry,
+        }
+    }
+
     fn stats(&self) -> GatewayStats {
         let c = &self.counters;
         let layers: Vec<LayerStats> = c
@@ -302,25 +332,7 @@ pub fn router<S: CacheStore>(
     axum::Router,
     impl Fn() -> GatewayStats + Send + Sync + 'static,
 ) {
-    let counters = Counters {
-        layers: policy.read.iter().map(|_| Layer::default()).collect(),
-        scopes: policy.read.clone(),
-        misses: AtomicU64::new(0),
-        writes: AtomicU64::new(0),
-        bytes_written: AtomicU64::new(0),
-        refused_writes: AtomicU64::new(0),
-        refused_other: AtomicU64::new(0),
-        unauthorized: AtomicU64::new(0),
-        too_large: AtomicU64::new(0),
-        errors: AtomicU64::new(0),
-    };
-    let g = Arc::new(Gateway {
-        store,
-        policy,
-        secret,
-        counters,
-        max_entry,
-    });
+    let g = Arc::new(Gateway::new(store, policy, max_entry, secret));
     let stats_g = g.clone();
     let router = axum::Router::new().fallback(handler::<S>).with_state(g);
     (router, move || stats_g.stats())
@@ -440,6 +452,202 @@ impl Drop for RunningGateway {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Trigger;
+
+    /// Entries in memory under `<scope>/<key>`: exactly the keys the gateway asked for.
+    #[derive(Default)]
+    struct MemStore(std::sync::Mutex<std::collections::BTreeMap<String, bytes::Bytes>>);
+
+    impl MemStore {
+        fn with(entries: &[(&str, &str)]) -> Self {
+            let s = MemStore::default();
+            for (k, v) in entries {
+                s.0.lock()
+                    .unwrap()
+                    .insert((*k).to_owned(), bytes::Bytes::from(v.to_string()));
+            }
+            s
+        }
+
+        fn keys(&self) -> Vec<String> {
+            self.0.lock().unwrap().keys().cloned().collect()
+        }
+    }
+
+    impl CacheStore for MemStore {
+        async fn get(&self, scope: &Scope, key: &str) -> Result<Option<bytes::Bytes>, StoreError> {
+            Ok(self
+                .0
+                .lock()
+                .unwrap()
+                .get(&format!("{scope}/{key}"))
+                .cloned())
+        }
+
+        async fn exists(&self, scope: &Scope, key: &str) -> Result<bool, StoreError> {
+            Ok(self.get(scope, key).await?.is_some())
+        }
+
+        async fn put(
+            &self,
+            scope: &Scope,
+            key: &str,
+            data: bytes::Bytes,
+        ) -> Result<(), StoreError> {
+            self.0
+                .lock()
+                .unwrap()
+                .insert(format!("{scope}/{key}"), data);
+            Ok(())
+        }
+
+        fn describe(&self) -> String {
+            "memory".into()
+        }
+    }
+
+    fn policy(event: &str, git_ref: &str, pr: Option<u64>) -> ScopePolicy {
+        ScopePolicy::for_trigger(&Trigger {
+            event: event.into(),
+            git_ref: git_ref.into(),
+            pr,
+            base_ref: pr.map(|_| "main".into()),
+            default_branch: "main".into(),
+            from_fork: false,
+        })
+        .unwrap()
+    }
+
+    fn pr7() -> ScopePolicy {
+        policy("pull_request", "refs/pull/7/merge", Some(7))
+    }
+
+    fn trusted() -> ScopePolicy {
+        policy("push", "refs/heads/main", None)
+    }
+
+    fn gateway(policy: ScopePolicy, store: MemStore, max_entry: usize) -> Gateway<MemStore> {
+        Gateway::new(store, policy, max_entry, Secret("ab12".into()))
+    }
+
+    async fn call(
+        g: &Gateway<MemStore>,
+        method: Method,
+        path: &str,
+        body: &str,
+    ) -> (u16, bytes::Bytes) {
+        let r = g
+            .handle(method, path.parse().unwrap(), Body::from(body.to_owned()))
+            .await;
+        let status = r.status().as_u16();
+        (
+            status,
+            axum::body::to_bytes(r.into_body(), usize::MAX)
+                .await
+                .unwrap(),
+        )
+    }
+
+    const KERNEL: &str = "kv/cupy-kernels/0f1e/linux-64/CUDA_13_0/3a7b.cubin";
+
+    #[tokio::test]
+    async fn kv_put_lands_in_the_write_scope_under_kv() {
+        let g = gateway(pr7(), MemStore::default(), 1024);
+        let path = format!("/ab12/{KERNEL}");
+        assert_eq!(call(&g, Method::PUT, &path, "cubin").await.0, 201);
+        assert_eq!(g.store.keys(), [format!("pr/7/{KERNEL}")]);
+        assert_eq!(
+            call(&g, Method::GET, &path, "").await,
+            (200, "cubin".into())
+        );
+        assert_eq!(call(&g, Method::HEAD, &path, "").await, (200, "".into()));
+        // Keys are content hashes: writing one again is not an error.
+        assert_eq!(call(&g, Method::PUT, &path, "cubin").await.0, 201);
+        let st = g.stats();
+        assert_eq!((st.writes, st.bytes_written, st.hits), (2, 10, 2));
+        assert_eq!(st.layers[0].scope, "pr/7");
+    }
+
+    #[tokio::test]
+    async fn kv_reads_fall_through_and_a_trusted_build_never_reads_a_pr_scope() {
+        let entries = [
+            ("branch/main/kv/k.cubin", "main's"),
+            ("pr/7/kv/k.cubin", "the PR's"),
+            ("pr/7/kv/pr-only.cubin", "the PR's"),
+            ("branch/main/kv/main-only.cubin", "main's"),
+            ("branch/main/ccache/c1", "a ccache entry"),
+        ];
+        let pr = gateway(pr7(), MemStore::with(&entries), 1024);
+        async fn get(g: &Gateway<MemStore>, key: &str) -> (u16, bytes::Bytes) {
+            call(g, Method::GET, &format!("/ab12/kv/{key}"), "").await
+        }
+        assert_eq!(get(&pr, "main-only.cubin").await, (200, "main's".into()));
+        assert_eq!(get(&pr, "k.cubin").await, (200, "the PR's".into()));
+        let t = gateway(trusted(), MemStore::with(&entries), 1024);
+        assert_eq!(get(&t, "k.cubin").await, (200, "main's".into()));
+        assert_eq!(get(&t, "pr-only.cubin").await.0, 404);
+        assert_eq!(
+            call(&t, Method::HEAD, "/ab12/kv/pr-only.cubin", "").await.0,
+            404
+        );
+        // The kv namespace never reaches a compiler cache's entries.
+        assert_eq!(get(&t, "c1").await.0, 404);
+        assert_eq!(get(&t, "ccache/c1").await.0, 404);
+        let (p, t) = (pr.stats(), t.stats());
+        let hits = |s: &GatewayStats| {
+            s.layers
+                .iter()
+                .map(|l| (l.scope.clone(), l.hits))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(hits(&p), [("pr/7".into(), 1), ("branch/main".into(), 1)]);
+        assert_eq!(hits(&t), [("branch/main".into(), 1)]);
+        assert_eq!((t.misses, t.writes), (4, 0));
+    }
+
+    #[tokio::test]
+    async fn kv_refuses_read_only_scopes_oversized_entries_and_bad_keys() {
+        let ro = gateway(
+            policy("pull_request_target", "refs/heads/main", Some(7)),
+            MemStore::default(),
+            1024,
+        );
+        assert_eq!(call(&ro, Method::PUT, "/ab12/kv/k.cubin", "x").await.0, 403);
+        assert_eq!(ro.stats().refused_writes, 1);
+        assert!(ro.store.keys().is_empty());
+
+        let g = gateway(pr7(), MemStore::default(), 4);
+        assert_eq!(
+            call(&g, Method::PUT, "/ab12/kv/k.cubin", "12345").await.0,
+            413
+        );
+        assert_eq!(
+            call(&g, Method::PUT, "/ab12/kv/k.cubin", "1234").await.0,
+            201
+        );
+        for bad in [
+            "/ab12/kv/",
+            "/ab12/kv//k",
+            "/ab12/kv/a/../../branch/main/kv/k",
+            "/ab12/kv/a/./k",
+            "/ab12/kv/a%2Fk",
+        ] {
+            let put = call(&g, Method::PUT, bad, "x").await.0;
+            let get = call(&g, Method::GET, bad, "").await.0;
+            assert_eq!((put, get), (400, 404), "{bad}");
+        }
+        assert_eq!(call(&g, Method::PUT, "/ab13/kv/k.cubin", "x").await.0, 403);
+        assert_eq!(
+            call(&g, Method::DELETE, "/ab12/kv/k.cubin", "").await.0,
+            405
+        );
+        let st = g.stats();
+        assert_eq!(
+            (st.too_large, st.refused_other, st.unauthorized, st.writes),
+            (1, 6, 1, 1)
+        );
+        assert_eq!(g.store.keys(), ["pr/7/kv/k.cubin"]);
+    }
 
     #[test]
     fn secret_is_the_first_segment_exactly() {
