@@ -99,6 +99,9 @@ for t in sccache ccache zizmor; do
 done
 for t in moto_server gcp-storage-emulator; do ln -sf "$emu/bin/$t" "$tools/path/$t"; done
 export PATH="$tools/path:$PATH"
+# CuPy 14.2.0's real cupy/cuda/_compiler_cache.py (sha256-pinned sdist) for tests/it/kernel_cache.rs.
+python3 scripts/fetch-cupy-compiler-cache.py "$tools/cupy-14.2.0" >/dev/null \
+  || { say "cannot fetch the CuPy 14.2.0 sdist (tests/it/kernel_cache.rs needs it)"; exit 1; }
 
 for t in cc git python3 ccache sccache redis-server redis-cli readelf objcopy moto_server gcp-storage-emulator; do
   command -v "$t" >/dev/null 2>&1 || { say "$t is still not on PATH"; exit 1; }

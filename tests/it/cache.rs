@@ -3,6 +3,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::common::*;
+use crate::stores::Backing;
 use crate::vouch_snapshot;
 use serde_json::Value;
 
@@ -64,8 +65,8 @@ impl Scenario {
         }
     }
 
-    /// `vouch build` with the wrapper compiler; `cache` = (tool, store, scope flags).
-    fn build(&self, source: &Path, out: &str, cache: Option<(&str, &str, &[&str])>) -> Value {
+    /// `vouch build` with the wrapper compiler; `cache` = (tool, store flags, scope flags).
+    fn build(&self, source: &Path, out: &str, cache: Option<(&str, &[String], &[&str])>) -> Value {
         let mut cmd = vouch();
         cmd.arg("build")
             .arg("--source")
@@ -77,8 +78,7 @@ impl Scenario {
             .args(["--source-date-epoch", "1700000000", "--json"])
             .env("CC", &self.gcc);
         if let Some((tool, store, scope)) = cache {
-            cmd.args(["--cache", tool, "--cache-store", store])
-                .args(scope);
+            cmd.args(["--cache", tool]).args(store).args(scope);
         }
         let r = run(&mut cmd);
         assert_eq!(r.code, 0, "build failed:\n{}", r.stderr);
@@ -94,48 +94,15 @@ impl Scenario {
     }
 }
 
-/// Keys the store holds, as `<scope>/<tool>/...` strings.
-fn store_keys(store: &str, redis: Option<&RedisServer>) -> Vec<String> {
-    match redis {
-        Some(r) => r
-            .cli(&["--raw", "KEYS", "*"])
-            .lines()
-            .filter(|l| !l.is_empty())
-            .map(str::to_owned)
-            .collect(),
-        None => {
-            let mut out = Vec::new();
-            let mut stack = vec![PathBuf::from(store)];
-            while let Some(d) = stack.pop() {
-                for e in std::fs::read_dir(&d).into_iter().flatten() {
-                    let p = e.unwrap().path();
-                    if p.is_dir() {
-                        stack.push(p);
-                    } else {
-                        out.push(p.strip_prefix(store).unwrap().display().to_string());
-                    }
-                }
-            }
-            out
-        }
-    }
-}
-
-/// The poisoning scenario. A PR build compiles the sample with the poisoning compiler on an
-/// empty store (so it writes entries under exactly the keys a clean build would look up), then
-/// a trusted build runs. Returns (clean reference digest, trusted digest, PR cache record,
-/// store keys after the PR build).
-fn poisoning(
-    tool: &str,
-    redis: Option<&RedisServer>,
-    pr_scope: &[&str],
-) -> (Value, Value, Value, Vec<String>) {
+/// The poisoning scenario on the store `kind`. A PR build compiles the sample with the
+/// poisoning compiler on an empty store (so it writes entries under exactly the keys a clean
+/// build would look up), then a trusted build runs. Returns (clean reference digest, trusted
+/// digest, PR cache record, store keys after the PR build).
+fn poisoning(tool: &str, kind: &str, pr_scope: &[&str]) -> (Value, Value, Value, Vec<String>) {
     let s = Scenario::new();
     let reference = s.build(&s.original, "ref", None);
-    let store = match redis {
-        Some(r) => r.url(),
-        None => s.dir.path().join("store").display().to_string(),
-    };
+    let backing = Backing::start(kind, s.dir.path());
+    let store = backing.build_args();
     s.poison(true);
     let pr = s.build(&s.original, "pr", Some((tool, &store, pr_scope)));
     s.poison(false);
@@ -143,7 +110,7 @@ fn poisoning(
         pr["sha256"], reference["sha256"],
         "the wrapper really poisons objects"
     );
-    let keys = store_keys(&store, redis);
+    let keys = backing.keys();
     let trusted = s.build(&s.original, "trusted", Some((tool, &store, TRUSTED)));
     (
         reference["sha256"].clone(),
@@ -153,27 +120,27 @@ fn poisoning(
     )
 }
 
-fn assert_not_poisoned(tool: &str, redis: Option<&RedisServer>) {
-    let (reference, trusted, pr, keys) = poisoning(tool, redis, PR7);
+fn assert_not_poisoned(tool: &str, kind: &str) {
+    let (reference, trusted, pr, keys) = poisoning(tool, kind, PR7);
     assert_eq!(
         trusted, reference,
-        "the trusted wheel must not contain the PR's objects"
+        "{kind}: the trusted wheel must not contain the PR's objects"
     );
     assert_eq!(pr["gateway"]["write_scope"], "pr/7");
     assert!(pr["gateway"]["writes"].as_u64().unwrap() > 0, "{pr}");
     assert!(
         !keys.is_empty() && keys.iter().all(|k| k.starts_with("pr/7/")),
-        "PR wrote outside pr/7: {keys:?}"
+        "{kind}: PR wrote outside pr/7: {keys:?}"
     );
 }
 
 /// The same scenario with the scopes swapped the wrong way (the PR build given the trusted
 /// scope): the trusted wheel is poisoned, so the assertions above can fail.
-fn assert_swapped_scopes_poison(tool: &str, redis: Option<&RedisServer>) {
-    let (reference, trusted, pr, keys) = poisoning(tool, redis, TRUSTED);
+fn assert_swapped_scopes_poison(tool: &str, kind: &str) {
+    let (reference, trusted, pr, keys) = poisoning(tool, kind, TRUSTED);
     assert_ne!(
         trusted, reference,
-        "with the PR writing branch/main, the trusted build reads its objects"
+        "{kind}: with the PR writing branch/main, the trusted build reads its objects"
     );
     assert_eq!(pr["gateway"]["write_scope"], "branch/main");
     assert!(
@@ -182,37 +149,41 @@ fn assert_swapped_scopes_poison(tool: &str, redis: Option<&RedisServer>) {
     );
 }
 
-#[test]
-fn poisoning_ccache_directory_store() {
-    assert_not_poisoned("ccache", None);
+/// One poisoning test per tool and store; the S3 and GCS stores are the emulators (stand-ins
+/// for AWS and Google Cloud, which CI cannot reach).
+macro_rules! poisoning_tests {
+    ($($name:ident: $tool:literal on $kind:literal;)*) => {$(
+        #[test]
+        fn $name() {
+            assert_not_poisoned($tool, $kind);
+        }
+    )*};
 }
 
-#[test]
-fn poisoning_sccache_directory_store() {
-    assert_not_poisoned("sccache", None);
-}
-
-#[test]
-fn poisoning_ccache_redis_store() {
-    let redis = RedisServer::start();
-    assert_not_poisoned("ccache", Some(&redis));
-}
-
-#[test]
-fn poisoning_sccache_redis_store() {
-    let redis = RedisServer::start();
-    assert_not_poisoned("sccache", Some(&redis));
+poisoning_tests! {
+    poisoning_ccache_directory_store: "ccache" on "directory";
+    poisoning_sccache_directory_store: "sccache" on "directory";
+    poisoning_ccache_redis_store: "ccache" on "redis";
+    poisoning_sccache_redis_store: "sccache" on "redis";
+    poisoning_ccache_s3_store_on_moto: "ccache" on "s3";
+    poisoning_sccache_s3_store_on_moto: "sccache" on "s3";
+    poisoning_ccache_gcs_store_on_gcs_emulator: "ccache" on "gcs";
+    poisoning_sccache_gcs_store_on_gcs_emulator: "sccache" on "gcs";
 }
 
 #[test]
 fn swapped_scopes_do_poison_ccache() {
-    assert_swapped_scopes_poison("ccache", None);
+    assert_swapped_scopes_poison("ccache", "directory");
 }
 
 #[test]
 fn swapped_scopes_do_poison_sccache_redis() {
-    let redis = RedisServer::start();
-    assert_swapped_scopes_poison("sccache", Some(&redis));
+    assert_swapped_scopes_poison("sccache", "redis");
+}
+
+#[test]
+fn swapped_scopes_do_poison_sccache_s3_on_moto() {
+    assert_swapped_scopes_poison("sccache", "s3");
 }
 
 fn compile_counts(record: &Value) -> (u64, u64) {
@@ -226,9 +197,10 @@ fn compile_counts(record: &Value) -> (u64, u64) {
 /// Trusted build fills branch/main; a PR changing one C file hits for every other translation
 /// unit and writes only pr/7; a fresh trusted rebuild of the original hits 100% and is
 /// byte-identical.
-fn warm_and_pr_hit_rates(tool: &str) {
+fn warm_and_pr_hit_rates(tool: &str, kind: &str) {
     let s = Scenario::new();
-    let store = s.dir.path().join("store").display().to_string();
+    let backing = Backing::start(kind, s.dir.path());
+    let store = backing.build_args();
     let first = s.build(&s.original, "t1", Some((tool, &store, TRUSTED)));
     assert_eq!(
         compile_counts(&first),
@@ -271,7 +243,8 @@ fn warm_and_pr_hit_rates(tool: &str) {
         "a trusted build reads only its own scope"
     );
     assert!(
-        store_keys(&store, None)
+        backing
+            .keys()
             .iter()
             .all(|k| !k.starts_with("pr/") || k.starts_with("pr/7/"))
     );
@@ -279,79 +252,32 @@ fn warm_and_pr_hit_rates(tool: &str) {
 
 #[test]
 fn warm_rebuild_and_pr_hit_rates_ccache() {
-    warm_and_pr_hit_rates("ccache");
+    warm_and_pr_hit_rates("ccache", "directory");
 }
 
 #[test]
 fn warm_rebuild_and_pr_hit_rates_sccache() {
-    warm_and_pr_hit_rates("sccache");
+    warm_and_pr_hit_rates("sccache", "directory");
 }
 
+/// The counters (gateway layers, the tool's own hits) read the same on an object store.
 #[test]
-fn cache_check_fails_closed_on_a_broad_credential() {
-    let redis = RedisServer::start();
-    // What an operator would set up: a PR credential that reads everything but writes pr/7 only,
-    // and a mistaken one that may also write the trusted branches.
-    assert_eq!(
-        redis
-            .cli(&[
-                "ACL",
-                "SETUSER",
-                "pr7",
-                "on",
-                ">pw-pr7",
-                "resetkeys",
-                "%R~*",
-                "%W~pr/7/*",
-                "-@all",
-                "+@connection",
-                "+get",
-                "+set",
-                "+exists",
-                "+del"
-            ])
-            .trim(),
-        "OK"
-    );
-    assert_eq!(
-        redis
-            .cli(&[
-                "ACL",
-                "SETUSER",
-                "broad",
-                "on",
-                ">pw-broad",
-                "resetkeys",
-                "%R~*",
-                "%W~pr/*",
-                "%W~branch/*",
-                "-@all",
-                "+@connection",
-                "+get",
-                "+set",
-                "+exists",
-                "+del"
-            ])
-            .trim(),
-        "OK"
-    );
-    let check = |user: &str, pw: &str| {
-        run(vouch()
-            .args([
-                "cache",
-                "check",
-                "--store",
-                &format!("redis://{user}:{pw}@127.0.0.1:{}", redis.port),
-            ])
-            .args(PR7)
-            .arg("--json"))
-    };
-    let good = check("pr7", "pw-pr7");
-    assert_eq!(good.code, 0, "{}\n{}", good.stdout, good.stderr);
-    assert_eq!(good.json()["fenced"], true);
-    let bad = check("broad", "pw-broad");
-    assert_eq!(bad.code, 20, "{}\n{}", bad.stdout, bad.stderr);
-    let probes = bad.json()["probes"].clone();
+fn warm_rebuild_and_pr_hit_rates_sccache_gcs_on_gcs_emulator() {
+    warm_and_pr_hit_rates("sccache", "gcs");
+}
+
+/// `vouch cache check --json` with the store flags `store` under the PR #7 scope.
+fn check(store: &[String]) -> Run {
+    run(vouch()
+        .args(["cache", "check"])
+        .args(store)
+        .args(PR7)
+        .arg("--json"))
+}
+
+fn assert_open_at_main(r: &Run) {
+    assert_eq!(r.code, 20, "{}\n{}", r.stdout, r.stderr);
+    let probes = r.json()["probes"].clone();
     assert!(
         probes
             .as_array()
@@ -360,16 +286,187 @@ fn cache_check_fails_closed_on_a_broad_credential() {
             .any(|p| p["scope"] == "branch/main" && p["can_write"] == true),
         "{probes}"
     );
-    for out in [&good.stdout, &good.stderr, &bad.stdout, &bad.stderr] {
-        assert!(
-            !out.contains("pw-pr7") && !out.contains("pw-broad"),
-            "a password leaked: {out}"
-        );
+}
+
+fn no_secret_in(runs: &[&Run], secrets: &[&str]) {
+    for r in runs {
+        for out in [&r.stdout, &r.stderr] {
+            for s in secrets {
+                assert!(!out.contains(s), "a secret leaked: {out}");
+            }
+        }
     }
+}
+
+/// Redis: `cache grant` mints the per-PR ACL user the PR job gets; `cache check` passes with
+/// it and fails closed (20) with the trusted credential and with a hand-made broad one.
+#[test]
+fn cache_check_redis_granted_user_passes_trusted_user_fails() {
+    let redis = RedisServer::start();
+    let dir = tempdir();
+    let pw_file = dir.path().join("pr7.pw");
+    // The admin is redis' default user (no password on a test server).
+    let grant = run(vouch()
+        .args(["cache", "grant", "--store", &redis.url(), "--pr", "7"])
+        .args(["--base-ref", "main", "--ttl", "6h", "--out"])
+        .arg(&pw_file));
+    assert_eq!(grant.code, 0, "{}", grant.stderr);
+    let pr_store = grant.stdout.trim().to_owned();
+    assert_eq!(pr_store, format!("redis://vouch-pr-7@127.0.0.1:{}", redis.port));
+    let password = std::fs::read_to_string(&pw_file).unwrap();
+    assert_eq!(password.len(), 48, "192 random bits, hex");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&pw_file).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
+    let granted = [
+        "--store".to_owned(),
+        pr_store.clone(),
+        "--password-file".into(),
+        pw_file.display().to_string(),
+    ];
+    let good = check(&granted);
+    assert_eq!(good.code, 0, "{}\n{}", good.stdout, good.stderr);
+    assert_eq!(good.json()["fenced"], true);
+    assert_eq!(good.json()["probes"][0]["scope"], "pr/7");
+    assert_eq!(good.json()["probes"][0]["can_write"], true);
+
+    // The trusted credential (the push builds'): it can write everything.
+    let trusted = check(&["--store".into(), redis.url()]);
+    assert_open_at_main(&trusted);
+    // A hand-made credential that may write every branch is caught the same way.
+    redis.cli(&[
+        "ACL", "SETUSER", "broad", "on", ">pw-broad", "resetkeys", "%R~*", "%W~pr/*",
+        "%W~branch/*", "-@all", "+@connection", "+get", "+set", "+exists", "+strlen", "+del",
+    ]);
+    let broad = check(&[
+        "--store".into(),
+        format!("redis://broad:pw-broad@127.0.0.1:{}", redis.port),
+    ]);
+    assert_open_at_main(&broad);
+    no_secret_in(&[&grant, &good, &trusted, &broad], &[&password, "pw-broad"]);
     assert_eq!(
-        redis.cli(&["KEYS", "*"]).trim(),
-        "",
-        "probes leave nothing behind"
+        redis.cli(&["--raw", "KEYS", "*"]).trim(),
+        "vouch-grants/vouch-pr-7",
+        "probes leave nothing behind (only the grant's expiry marker)"
+    );
+
+    // The granted user works through a build's gateway, and writes only pr/7.
+    let served = serve(
+        dir.path(),
+        &pr_store,
+        &[PR7, &["--password-file", pw_file.to_str().unwrap()]].concat(),
+    );
+    let c = reqwest::Client::new();
+    let (code, _) = request(&c, "PUT", &format!("{}/kv/k", served.url), Some("v"));
+    assert_eq!(code, 201);
+    assert_eq!(redis.cli(&["--raw", "GET", "pr/7/kv/k"]).trim(), "v");
+
+    // Expiry: a grant's user outlives its marker only until the next grant sweeps it.
+    redis.cli(&["DEL", "vouch-grants/vouch-pr-7"]);
+    let other = run(vouch()
+        .args(["cache", "grant", "--store", &redis.url(), "--pr", "8", "--out"])
+        .arg(dir.path().join("pr8.pw")));
+    assert_eq!(other.code, 0, "{}", other.stderr);
+    let users = redis.cli(&["ACL", "USERS"]);
+    assert!(!users.contains("vouch-pr-7") && users.contains("vouch-pr-8"), "{users}");
+    assert_ne!(check(&granted).code, 0, "an expired grant no longer authenticates");
+}
+
+/// S3 (moto's IAM as the stand-in for AWS's): the policy `cache grant` prints, attached to a
+/// user, passes `cache check`; the trusted `s3:*` user fails it; probes are removed.
+#[test]
+fn cache_check_s3_granted_policy_passes_trusted_fails_on_moto() {
+    let moto = crate::stores::Moto::start();
+    let dir = tempdir();
+    let grant = run(vouch().args([
+        "cache",
+        "grant",
+        "--store",
+        &format!("s3://vouch-cache/vouch?region=us-east-1&endpoint={}", moto.endpoint()),
+        "--pr",
+        "7",
+    ]));
+    assert_eq!(grant.code, 0, "{}", grant.stderr);
+    let policy: Value = serde_json::from_str(&grant.stdout).unwrap();
+    assert_eq!(
+        policy["Statement"][1]["Resource"],
+        serde_json::json!(["arn:aws:s3:::vouch-cache/vouch/pr/7/*"])
+    );
+    let pr7 = moto.user("pr7", &grant.stdout);
+    let trusted = moto.user(
+        "trusted",
+        r#"{"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "s3:*", "Resource": ["arn:aws:s3:::vouch-cache", "arn:aws:s3:::vouch-cache/*"]}]}"#,
+    );
+    moto.boto(
+        r#"s3.put_object(Bucket="vouch-cache", Key="vouch/branch/main/kv/k", Body=b"main")"#,
+        &[],
+    );
+    moto.enforce_iam();
+    let flags = |(id, secret): &(String, String), name: &str| {
+        let f = dir.path().join(name);
+        std::fs::write(&f, secret).unwrap();
+        vec![
+            "--store".to_owned(),
+            moto.spec(id),
+            "--password-file".into(),
+            f.display().to_string(),
+        ]
+    };
+    let good = check(&flags(&pr7, "pr7"));
+    assert_eq!(good.code, 0, "{}\n{}", good.stdout, good.stderr);
+    assert_eq!(good.json()["probes"][0]["can_write"], true, "{}", good.stdout);
+    let bad = check(&flags(&trusted, "trusted"));
+    assert_open_at_main(&bad);
+    no_secret_in(&[&good, &bad], &[&pr7.1, &trusted.1]);
+    assert_eq!(moto.keys(), ["branch/main/kv/k"], "probes leave nothing behind");
+
+    // Through a gateway, the granted key reads main and writes only pr/7.
+    let served = serve(
+        dir.path(),
+        &moto.spec(&pr7.0),
+        &[PR7, &["--password-file", dir.path().join("pr7").to_str().unwrap()]].concat(),
+    );
+    let c = reqwest::Client::new();
+    assert_eq!(request(&c, "GET", &format!("{}/kv/k", served.url), None), (200, "main".into()));
+    assert_eq!(request(&c, "GET", &format!("{}/kv/none", served.url), None).0, 404);
+    assert_eq!(request(&c, "PUT", &format!("{}/kv/n", served.url), Some("x")).0, 201);
+    assert_eq!(moto.keys(), ["branch/main/kv/k", "pr/7/kv/n"]);
+}
+
+/// GCS: the emulator has no IAM (every write is accepted), so `cache check` must find the
+/// fence missing and fail closed; the IAM conditions that would fence it are checked as text
+/// (`cache grant` output) and documented.
+#[test]
+fn cache_check_gcs_emulator_without_iam_fails_closed() {
+    let gcs = crate::stores::GcsEmulator::start();
+    let dir = tempdir();
+    let token = dir.path().join("token");
+    std::fs::write(&token, "ya29.pr-token").unwrap();
+    let r = check(&[
+        "--store".into(),
+        gcs.spec(),
+        "--password-file".into(),
+        token.display().to_string(),
+    ]);
+    assert_open_at_main(&r);
+    no_secret_in(&[&r], &["ya29.pr-token"]);
+    assert_eq!(gcs.keys(), Vec::<String>::new(), "probes leave nothing behind");
+    let grant = run(vouch().args(["cache", "grant", "--store", &gcs.spec(), "--pr", "7"]));
+    assert_eq!(grant.code, 0, "{}", grant.stderr);
+    let doc: Value = serde_json::from_str(&grant.stdout).unwrap();
+    assert_eq!(doc["version"], 3);
+    assert_eq!(doc["bindings"][0]["role"], "roles/storage.objectUser");
+    assert_eq!(
+        doc["bindings"][0]["condition"]["expression"],
+        "resource.name.startsWith(\"projects/_/buckets/vouch-cache/objects/vouch/pr/7/\")"
+    );
+    assert_eq!(
+        doc["bindings"][1]["condition"]["expression"],
+        "resource.name.startsWith(\"projects/_/buckets/vouch-cache/objects/vouch/pr/7/\") || \
+         resource.name.startsWith(\"projects/_/buckets/vouch-cache/objects/vouch/branch/main/\")"
     );
 }
 
@@ -602,9 +699,7 @@ fn run_bounded(cmd: &mut std::process::Command, secs: u64) -> Option<Run> {
 
 /// Files under a directory store, as `<scope>/<key>` paths.
 fn dir_entries(store: &Path) -> Vec<String> {
-    let mut keys = store_keys(&store.display().to_string(), None);
-    keys.sort();
-    keys
+    Backing::Dir(store.to_owned()).keys()
 }
 
 #[test]

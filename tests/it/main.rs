@@ -20,4 +20,5 @@ mod kernel_cache;
 mod profile;
 mod provenance;
 mod prsign;
+mod stores;
 mod wheel;

@@ -164,7 +164,13 @@ impl CacheStore for AnyStore {
 
     async fn put(&self, scope: &Scope, key: &str, data: Bytes) -> Result<(), StoreError> {
         let path = object_path(scope, key);
-        match self.op.write(&path, data).await {
+        let mut write = self.op.write_with(&path, data);
+        // Entries are opaque bytes; object stores that record a type get the one that says so
+        // (GCS would otherwise store none and answer with a null type).
+        if self.op.info().full_capability().write_with_content_type {
+            write = write.content_type("application/octet-stream");
+        }
+        match write.await {
             Ok(_) => Ok(()),
             // Immutable stores (the GitHub cache) refuse a second write of a key. Every key a
             // compiler cache writes names its content, so the entry already there is this one.

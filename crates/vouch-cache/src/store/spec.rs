@@ -117,6 +117,9 @@ impl StoreSpec {
     }
 
     pub(crate) fn open(&self) -> Result<AnyStore, StoreError> {
+        // OpenDAL's HTTP services need a process-wide transport (reqwest with rustls); safe
+        // to call on every open.
+        opendal::install_default();
         let location = self.location()?;
         let (op, display) = (self.backend.build)(&location)?;
         Ok(AnyStore {
