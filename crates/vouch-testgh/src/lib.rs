@@ -3,11 +3,13 @@
 //! `Link`, 302 to a blob URL on another "host" (path), 410 for expired artifacts, 403/429 with
 //! `retry-after`, 5xx — plus fault injection, and records what it saw. [`webhook`] is a
 //! second, simpler double: an endpoint that records raw POSTs (FlexCI's webhook, `dispatches`).
+//! [`cache`] is a third: the GitHub Actions cache service (v2) with its signed blob URLs.
 //!
 //! The store: `repository.json` (`GET /repos/{o}/{r}`), `workflows/<file>.json`,
 //! `runs/<id>.json`, `artifacts/<id>.json` + `<id>.zip` (listed by name and by run), and
 //! `pulls/<n>.json` (`GET pulls/{n}` and `GET pulls?head=owner:branch&state=`).
 
+pub mod cache;
 pub mod webhook;
 
 use std::collections::HashMap;
