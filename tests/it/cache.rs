@@ -66,7 +66,7 @@ impl Scenario {
     }
 
     /// `vouch build` with the wrapper compiler; `cache` = (tool, store flags, scope flags).
-    fn build(&self, source: &Path, out: &str, cache: Option<(&str, &[String], &[&str])>) -> Value {
+    fn build(&self, source: &Path, out: &str, cache: Option<(&str, &Backing, &[&str])>) -> Value {
         let mut cmd = vouch();
         cmd.arg("build")
             .arg("--source")
@@ -78,7 +78,8 @@ impl Scenario {
             .args(["--source-date-epoch", "1700000000", "--json"])
             .env("CC", &self.gcc);
         if let Some((tool, store, scope)) = cache {
-            cmd.args(["--cache", tool]).args(store).args(scope);
+            cmd.args(["--cache", tool]).args(scope);
+            store.apply(&mut cmd, scope);
         }
         let r = run(&mut cmd);
         assert_eq!(r.code, 0, "build failed:\n{}", r.stderr);
@@ -101,8 +102,7 @@ impl Scenario {
 fn poisoning(tool: &str, kind: &str, pr_scope: &[&str]) -> (Value, Value, Value, Vec<String>) {
     let s = Scenario::new();
     let reference = s.build(&s.original, "ref", None);
-    let backing = Backing::start(kind, s.dir.path());
-    let store = backing.build_args();
+    let store = Backing::start(kind, s.dir.path());
     s.poison(true);
     let pr = s.build(&s.original, "pr", Some((tool, &store, pr_scope)));
     s.poison(false);
@@ -110,7 +110,7 @@ fn poisoning(tool: &str, kind: &str, pr_scope: &[&str]) -> (Value, Value, Value,
         pr["sha256"], reference["sha256"],
         "the wrapper really poisons objects"
     );
-    let keys = backing.keys();
+    let keys = store.keys();
     let trusted = s.build(&s.original, "trusted", Some((tool, &store, TRUSTED)));
     (
         reference["sha256"].clone(),
@@ -169,6 +169,8 @@ poisoning_tests! {
     poisoning_sccache_s3_store_on_moto: "sccache" on "s3";
     poisoning_ccache_gcs_store_on_gcs_emulator: "ccache" on "gcs";
     poisoning_sccache_gcs_store_on_gcs_emulator: "sccache" on "gcs";
+    poisoning_ccache_github_cache_double: "ccache" on "gha";
+    poisoning_sccache_github_cache_double: "sccache" on "gha";
 }
 
 #[test]
@@ -199,8 +201,7 @@ fn compile_counts(record: &Value) -> (u64, u64) {
 /// byte-identical.
 fn warm_and_pr_hit_rates(tool: &str, kind: &str) {
     let s = Scenario::new();
-    let backing = Backing::start(kind, s.dir.path());
-    let store = backing.build_args();
+    let store = Backing::start(kind, s.dir.path());
     let first = s.build(&s.original, "t1", Some((tool, &store, TRUSTED)));
     assert_eq!(
         compile_counts(&first),
@@ -243,7 +244,7 @@ fn warm_and_pr_hit_rates(tool: &str, kind: &str) {
         "a trusted build reads only its own scope"
     );
     assert!(
-        backing
+        store
             .keys()
             .iter()
             .all(|k| !k.starts_with("pr/") || k.starts_with("pr/7/"))
@@ -671,7 +672,7 @@ fn gateway_refuses_writes_outside_policy_and_bad_requests() {
     assert_eq!((put, get, traversal, delete), (403, 404, 403, 405));
     assert_eq!(stats["refused_writes"], 1);
     assert_eq!(stats["write_scope"], Value::Null);
-    assert!(!store.exists(), "nothing was written");
+    assert!(dir_entries(&store).is_empty(), "nothing was written");
 }
 
 /// Runs `cmd` for at most `secs`; `None` if it was still running (then it is killed).
@@ -1054,13 +1055,13 @@ fn issue12_cache_errors_are_typed_usage_errors() {
             vec![
                 "check".into(),
                 "--store".into(),
-                "/tmp".into(),
+                "s3://bucket?region=x&regoin=y".into(),
                 "--event".into(),
                 "push".into(),
                 "--ref".into(),
                 "refs/heads/main".into(),
             ],
-            "probes what a redis:// credential may write",
+            "option \"regoin\" is not one of region, endpoint, access_key_id",
         ),
         (
             vec![
@@ -1070,7 +1071,7 @@ fn issue12_cache_errors_are_typed_usage_errors() {
                 "--event".into(),
                 "push".into(),
             ],
-            "expected a directory path or redis://",
+            "expected a directory path or file:///path, redis://",
         ),
         (
             vec![
@@ -1084,7 +1085,7 @@ fn issue12_cache_errors_are_typed_usage_errors() {
                 "--ref".into(),
                 "refs/heads/main".into(),
             ],
-            "only applies to redis:// stores",
+            "a password file does not apply to directory stores",
         ),
         (
             vec![
@@ -1185,4 +1186,68 @@ fn issue12_stats_markdown_shows_the_tool_counters() {
         "--tool was dropped from the markdown:\n{}",
         r.stdout
     );
+}
+
+/// The GitHub cache cannot be probed (no delete); `cache check` judges the trigger: a
+/// `pull_request` run is fenced by GitHub, a run with the base branch's cache access fails
+/// closed. Nothing is written to the service.
+#[test]
+fn cache_check_github_cache_judges_the_trigger() {
+    let double = vouch_testgh::cache::GhaCache::start();
+    let check = |scope: &[&str]| {
+        run(vouch()
+            .args(["cache", "check", "--store", "gha", "--json"])
+            .args(scope)
+            .env("ACTIONS_CACHE_SERVICE_V2", "1")
+            .env("ACTIONS_RESULTS_URL", double.url())
+            .env(
+                "ACTIONS_RUNTIME_TOKEN",
+                double.token(Some(crate::stores::MAIN_REF), &[crate::stores::MAIN_REF]),
+            )
+            .env_remove("GITHUB_SERVER_URL"))
+    };
+    let pr = check(PR7);
+    assert_eq!(pr.code, 0, "{}\n{}", pr.stdout, pr.stderr);
+    assert_eq!(pr.json()["fence"], "platform");
+    assert_eq!(pr.json()["probes"][0]["scope"], "refs/pull/7/merge");
+    for event in ["pull_request_target", "issue_comment", "workflow_run"] {
+        let r = check(&["--event", event, "--pr", "7", "--base-ref", "main"]);
+        assert_eq!(r.code, 20, "{event}: {}\n{}", r.stdout, r.stderr);
+        assert_eq!(r.json()["probes"][0]["scope"], "refs/heads/main", "{event}");
+    }
+    assert_eq!(check(TRUSTED).code, 0);
+    assert!(double.entries().is_empty(), "nothing written");
+    assert_eq!(double.calls().len(), 0, "nothing asked of the service");
+
+    // Without the job's cache variables there is no GitHub cache to talk to.
+    let r = run(vouch()
+        .args(["cache", "check", "--store", "gha"])
+        .args(PR7)
+        .env_remove("ACTIONS_CACHE_SERVICE_V2")
+        .env_remove("ACTIONS_RESULTS_URL")
+        .env_remove("ACTIONS_RUNTIME_TOKEN"));
+    assert_exit(
+        &r,
+        5,
+        "the gha store needs ACTIONS_CACHE_SERVICE_V2 in the environment: vouch speaks the v2 cache service only",
+    );
+}
+
+/// A PR build's entries land in its merge ref's scope on the GitHub cache, and a trusted
+/// build's token cannot see them at all (GitHub's fence under vouch's).
+#[test]
+fn github_cache_double_scopes_pr_entries_to_the_merge_ref() {
+    let s = Scenario::new();
+    let store = Backing::start("gha", s.dir.path());
+    s.build(&s.original, "t1", Some(("sccache", &store, TRUSTED)));
+    let pr = s.build(&s.original, "pr", Some(("sccache", &store, PR7)));
+    assert_eq!(compile_counts(&pr).0, 2, "the PR build reads main's entries: {pr}");
+    let Backing::Gha(double) = &store else { unreachable!() };
+    let refs: std::collections::BTreeSet<String> =
+        double.entries().into_iter().map(|e| e.scope_ref).collect();
+    assert!(refs.iter().all(|r| r == crate::stores::MAIN_REF || r == crate::stores::PR7_REF), "{refs:?}");
+    assert!(double.entries().iter().all(|e| {
+        let k = e.key.trim_start_matches('/');
+        (e.scope_ref == crate::stores::MAIN_REF) == k.starts_with("vouch/branch/main/")
+    }));
 }

@@ -232,7 +232,12 @@ pub enum Backing {
     Redis(RedisServer),
     S3(Moto, PathBuf),
     Gcs(GcsEmulator, PathBuf),
+    Gha(vouch_testgh::cache::GhaCache),
 }
+
+/// GitHub's refs for the test scopes: PR #7's merge ref and the default branch.
+pub const PR7_REF: &str = "refs/pull/7/merge";
+pub const MAIN_REF: &str = "refs/heads/main";
 
 impl Backing {
     /// `kind` is `directory`, `redis`, `s3` or `gcs`; files go under `dir`.
@@ -249,13 +254,34 @@ impl Backing {
             // An OAuth2 access token, as `gcloud auth print-access-token` gives (the emulator
             // accepts any).
             "gcs" => Backing::Gcs(GcsEmulator::start(), secret_file("gcs-token", "ya29.test-token")),
+            "gha" => Backing::Gha(vouch_testgh::cache::GhaCache::start()),
             other => panic!("no test store {other:?}"),
+        }
+    }
+
+    /// Points `cmd` at the store for a build with the scope flags `scope`: `--cache-store`,
+    /// the password file where the store has a credential, and for the GitHub cache the
+    /// environment a job gets (its runtime token scoped as GitHub scopes a run's: a
+    /// pull_request run writes its merge ref and reads the default branch).
+    pub fn apply(&self, cmd: &mut Command, scope: &[&str]) {
+        cmd.args(self.build_args());
+        if let Backing::Gha(g) = self {
+            let token = if scope.contains(&"pull_request") {
+                g.token(Some(PR7_REF), &[PR7_REF, MAIN_REF])
+            } else {
+                g.token(Some(MAIN_REF), &[MAIN_REF])
+            };
+            cmd.env("ACTIONS_CACHE_SERVICE_V2", "1")
+                .env("ACTIONS_RESULTS_URL", g.url())
+                .env("ACTIONS_RUNTIME_TOKEN", token)
+                .env_remove("GITHUB_SERVER_URL");
         }
     }
 
     /// `--cache-store` and, where the store has a credential, `--cache-password-file`.
     pub fn build_args(&self) -> Vec<String> {
         let (spec, file) = match self {
+            Backing::Gha(_) => ("gha".to_owned(), None),
             Backing::Dir(d) => (d.display().to_string(), None),
             Backing::Redis(r) => (r.url(), None),
             Backing::S3(m, f) => (m.spec(S3_ADMIN.0), Some(f)),
@@ -285,6 +311,11 @@ impl Backing {
                 .collect(),
             Backing::S3(m, _) => m.keys(),
             Backing::Gcs(g, _) => g.keys(),
+            Backing::Gha(g) => g
+                .entries()
+                .into_iter()
+                .map(|e| e.key.trim_start_matches('/').trim_start_matches("vouch/").to_owned())
+                .collect(),
         };
         keys.sort();
         keys

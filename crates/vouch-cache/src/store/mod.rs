@@ -167,7 +167,7 @@ impl CacheStore for AnyStore {
         let mut write = self.op.write_with(&path, data);
         // Entries are opaque bytes; object stores that record a type get the one that says so
         // (GCS would otherwise store none and answer with a null type).
-        if self.op.info().full_capability().write_with_content_type {
+        if self.op.info().capability().write_with_content_type {
             write = write.content_type("application/octet-stream");
         }
         match write.await {

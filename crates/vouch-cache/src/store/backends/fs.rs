@@ -13,7 +13,8 @@ use super::{Backend, Fence, Location, permission_denied};
 pub(super) const BACKEND: Backend = Backend {
     name: "directory",
     form: "a directory path or file:///path",
-    takes: |spec| !spec.contains("://") || spec.starts_with("file://"),
+    // `gha` names the GitHub cache; a directory of that name is `./gha`.
+    takes: |spec| (!spec.contains("://") && spec != "gha") || spec.starts_with("file://"),
     check: |l| root_dir(l).map(|_| ()),
     build,
     no_secret: Some("a directory has no credential; file modes decide who writes"),
