@@ -268,13 +268,13 @@ fn workflows_generate_then_check_catches_a_one_line_edit() {
             ----- stderr -----
             the workflows read these repository variables and secrets:
               vars.VOUCH_APP_CLIENT_ID: the GitHub App (client id) that labels pull requests and dispatches to a test-farm repository
-              vars.VOUCH_CACHE_STORE: the compiler cache's store (redis://user@host:port); empty: build without a cache
+              vars.VOUCH_CACHE_STORE: the compiler cache's Redis server as the trusted user (redis://user@host:port; cache store `redis`)
               vars.VOUCH_TEST_FARM_REPO: OWNER/NAME of the test farm's repository (dispatch mode `repository`)
               secrets.VOUCH_APP_PRIVATE_KEY (environment vouch-trusted): the GitHub App's private key
-              secrets.VOUCH_CACHE_PASSWORD (environment vouch-trusted): the cache store password for pushes (may write its own branch's scope)
+              secrets.VOUCH_CACHE_PASSWORD (environment vouch-trusted): the Redis password for pushes (may write its own branch's scope; cache store `redis`)
+              secrets.VOUCH_CACHE_ADMIN_PASSWORD (environment vouch-trusted): the Redis password `vouch cache grant` creates each pull request's own user with (cache store `redis`)
               secrets.VOUCH_SEAL_KEY (environment vouch-trusted): 32+ random bytes that authenticate the venvs and toolkits push builds reuse (self-hosted runners)
               secrets.FLEXCI_WEBHOOK_SECRET (environment vouch-trusted): the FlexCI webhook secret (dispatch mode `flexci`)
-              secrets.VOUCH_CACHE_PR_PASSWORD (repository): the cache store password for pull requests (`vouch cache check` must find it fenced)
             limit the environment vouch-trusted to these deployment refs: main, v[0-9]*, hotfix-*, tags: v[0-9]*
             require the commit status `vouch/pr-build` (posted from the default branch); create the label `ci:triggered`
         "#);
@@ -308,14 +308,14 @@ fn workflows_generate_then_check_catches_a_one_line_edit() {
         ----- stdout -----
         --- a/vouch-build.yml
         +++ b/vouch-build.yml
-        @@ -134,7 +134,7 @@
-             # A push: trusted code, the push cache password.
+        @@ -142,7 +142,7 @@
+             # A push: trusted code and trusted secrets.
              if: github.event_name == 'push'
              runs-on: ${{ matrix.runner }}
         -    timeout-minutes: 30
         +    timeout-minutes: 240
-             # The push password and seal key live in this environment (default and push
-             # branches only), out of reach of a pull request's own workflow runs.
+             # The seal key (and the Redis cache's push password) live in this environment (default
+             # and push branches only), out of reach of a pull request's own workflow runs.
              environment: vouch-trusted
 
 
@@ -335,14 +335,14 @@ fn workflows_generate_then_check_catches_a_one_line_edit() {
             ----- stdout -----
             --- a/vouch-build.yml
             +++ b/vouch-build.yml
-            @@ -134,7 +134,7 @@
-                 # A push: trusted code, the push cache password.
+            @@ -142,7 +142,7 @@
+                 # A push: trusted code and trusted secrets.
                  if: github.event_name == 'push'
                  runs-on: ${{ matrix.runner }}
             -    timeout-minutes: 30
             +    timeout-minutes: 240
-                 # The push password and seal key live in this environment (default and push
-                 # branches only), out of reach of a pull request's own workflow runs.
+                 # The seal key (and the Redis cache's push password) live in this environment (default
+                 # and push branches only), out of reach of a pull request's own workflow runs.
                  environment: vouch-trusted
 
 

@@ -2,6 +2,7 @@
 //! platforms make the matrix, the environment each cell builds with, which cells must build from
 //! source, and which files are the build's inputs.
 
+mod cache;
 mod inputs;
 
 use std::collections::BTreeMap;
@@ -11,6 +12,10 @@ use serde::{Deserialize, Serialize};
 pub use vouch_core::Platform;
 use vouch_core::PythonVersion;
 
+pub use cache::{
+    CacheSpec, CacheStoreKind, CacheTool, DEFAULT_GRANT_TTL, SCCACHE_DEFAULT_SHA256,
+    SCCACHE_DEFAULT_VERSION, SccachePin,
+};
 pub use inputs::{InputsDigest, inputs_digest};
 
 #[derive(Debug, thiserror::Error)]
@@ -143,8 +148,9 @@ pub struct Profile {
     pub workflows: Option<WorkflowsSpec>,
 }
 
-/// `[workflows]`. Only the shapes are checked here; `vouch-workflows` checks the values
-/// against the matrix (e.g. that PyPI hashes cover every runner platform).
+/// `[workflows]`. Only the shapes are checked here, and `[workflows.cache]`'s values;
+/// `vouch-workflows` checks the rest against the matrix (e.g. that PyPI hashes cover every
+/// runner platform).
 #[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]
 pub struct WorkflowsSpec {
@@ -166,6 +172,9 @@ pub struct WorkflowsSpec {
     /// Adopter steps in the build jobs (the escape hatch).
     #[serde(default)]
     pub steps: StepsSpec,
+    /// The build jobs' compiler cache: store, tool and its pinned release.
+    #[serde(default)]
+    pub cache: CacheSpec,
 }
 
 #[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
@@ -450,6 +459,9 @@ impl Profile {
                     ));
                 }
             }
+        }
+        if let Some(w) = &p.workflows {
+            w.cache.validate().map_err(|m| invalid(origin, m))?;
         }
         for t in &p.source_targets {
             if !p.flavors.contains_key(&t.flavor) {

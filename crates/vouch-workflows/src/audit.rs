@@ -48,6 +48,51 @@ const CACHE_COMMANDS: &[&str] = &[
 /// Environment variable prefixes that configure a compiler cache.
 const CACHE_ENV_PREFIXES: &[&str] = &["VOUCH_CACHE", "SCCACHE_", "CCACHE_", "RUSTC_WRAPPER"];
 
+/// The one cache command a privileged job may run: it creates a pull request's store user
+/// (reading and writing no cache entry) and needs the store and its admin password. Such a
+/// job still checks out and runs nothing from the pull request ([`Rule::PrivilegedCheckout`]).
+pub(crate) const GRANT_COMMAND: &str = "vouch cache grant";
+const GRANT_ENV: &[&str] = &["VOUCH_CACHE_STORE", "VOUCH_CACHE_ADMIN_PASSWORD"];
+
+/// Events whose runs have the base branch's GitHub Actions cache scope: what they write, the
+/// default branch's trusted builds read.
+const BASE_CACHE_SCOPE_TRIGGERS: &[&str] =
+    &["pull_request_target", "issue_comment", "workflow_run"];
+
+/// Names that carry the GitHub Actions cache service's URL or token, or switch a tool to it.
+const GHA_CACHE_NAMES: &[&str] = &[
+    "ACTIONS_RUNTIME_TOKEN",
+    "ACTIONS_RESULTS_URL",
+    "ACTIONS_CACHE_SERVICE_V2",
+    "ACTIONS_CACHE_URL",
+    "SCCACHE_GHA_",
+];
+
+/// A `vouch` store flag naming the GitHub Actions cache (`--cache-store gha`, `--store=gha://x`).
+fn gha_store_flag() -> &'static regex::Regex {
+    static RE: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    RE.get_or_init(|| {
+        regex::Regex::new(r#"--(cache-)?store[= ]+["']?gha(://|["'\s]|$)"#).expect("a valid regex")
+    })
+}
+
+/// What in `y` (keys and values alike) hands a process the GitHub Actions cache, if anything.
+pub(crate) fn gha_cache_use(y: &Yaml) -> Option<String> {
+    let mut texts = Vec::new();
+    strings(y, &mut texts);
+    texts.iter().find_map(|t| {
+        GHA_CACHE_NAMES
+            .iter()
+            .find(|n| t.contains(*n))
+            .map(|n| (*n).to_owned())
+            .or_else(|| {
+                gha_store_flag()
+                    .find(t)
+                    .map(|m| m.as_str().trim().to_owned())
+            })
+    })
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Rule {
@@ -79,6 +124,11 @@ pub enum Rule {
     /// (GitHub sends a runner every secret its job references, whichever branch of an
     /// expression is taken).
     TrustedSecretInPrJob,
+    /// The GitHub Actions cache (its token, or a store flag naming it) in a workflow triggered
+    /// by `pull_request_target`, `issue_comment` or `workflow_run`: those runs write the base
+    /// branch's cache scope, which trusted builds read. Only `pull_request` (fenced by GitHub
+    /// to the pull request's merge ref) and trusted pushes may use it.
+    GhaCacheInBaseContext,
 }
 
 impl Rule {
@@ -95,6 +145,7 @@ impl Rule {
             Rule::PersistedCredentials => "persisted-credentials",
             Rule::ExpressionInRun => "expression-in-run",
             Rule::TrustedSecretInPrJob => "trusted-secret-in-pr-job",
+            Rule::GhaCacheInBaseContext => "gha-cache-in-base-context",
         }
     }
 }
@@ -305,6 +356,25 @@ fn audit_file(f: &GeneratedFile) -> Result<Vec<Violation>, Error> {
             );
         }
     }
+    let base_scope = BASE_CACHE_SCOPE_TRIGGERS
+        .iter()
+        .copied()
+        .find(|t| on.iter().any(|o| o == t));
+    let gha_refused = |what: &str, t: &str| {
+        format!(
+            "{what} gives the GitHub Actions cache to a {t} workflow, whose runs write the base branch's cache scope; use it only under pull_request or push"
+        )
+    };
+    if let Some(t) = base_scope
+        && let Some(found) = gha_cache_use(&doc["env"])
+    {
+        a.push(
+            None,
+            None,
+            Rule::GhaCacheInBaseContext,
+            gha_refused(&format!("workflow env ({found})"), t),
+        );
+    }
 
     for (id, job) in jobs {
         let id = as_str(id).unwrap_or("?");
@@ -388,6 +458,16 @@ fn audit_file(f: &GeneratedFile) -> Result<Vec<Violation>, Error> {
                 );
             }
         }
+        if let Some(t) = base_scope
+            && let Some(found) = gha_cache_use(&job["env"])
+        {
+            a.push(
+                job_ref,
+                None,
+                Rule::GhaCacheInBaseContext,
+                gha_refused(&format!("job env ({found})"), t),
+            );
+        }
         let steps = match &job["steps"] {
             Yaml::Array(s) => s.as_slice(),
             _ => &[],
@@ -449,8 +529,22 @@ fn audit_file(f: &GeneratedFile) -> Result<Vec<Violation>, Error> {
                     }
                 }
             }
+            if let Some(t) = base_scope
+                && let Some(found) = gha_cache_use(step)
+            {
+                a.push(
+                    job_ref,
+                    step_ref,
+                    Rule::GhaCacheInBaseContext,
+                    gha_refused(&format!("the step ({found})"), t),
+                );
+            }
+            let grant_step = as_str(&step["run"]).is_some_and(|r| r.contains(GRANT_COMMAND));
             if let Some(t) = privileged {
                 for k in cache_env(&step["env"]) {
+                    if grant_step && GRANT_ENV.contains(&k.as_str()) {
+                        continue;
+                    }
                     a.push(
                         job_ref,
                         step_ref,
@@ -478,7 +572,8 @@ fn audit_file(f: &GeneratedFile) -> Result<Vec<Violation>, Error> {
                             format!("runs `{c}` in a {t} workflow"),
                         );
                     }
-                    if let Some(c) = CACHE_COMMANDS.iter().find(|c| run.contains(*c)) {
+                    let others = run.replace(GRANT_COMMAND, "");
+                    if let Some(c) = CACHE_COMMANDS.iter().find(|c| others.contains(*c)) {
                         a.push(
                             job_ref,
                             step_ref,
@@ -523,6 +618,25 @@ mod tests {
         ));
         assert!(!pinned("actions/checkout"));
         assert!(!pinned("docker://alpine:3"));
+    }
+
+    #[test]
+    fn gha_store_flags() {
+        for hit in [
+            "vouch build --cache-store gha --scope-from-github",
+            "x --cache-store=gha://pfx y",
+            "vouch cache check --store 'gha'",
+            "vouch cache serve --store gha",
+        ] {
+            assert!(gha_store_flag().is_match(hit), "{hit}");
+        }
+        for miss in [
+            "--cache-store ghastly",
+            "--cache-store \"$store\"",
+            "--store redis://gha@h:1",
+        ] {
+            assert!(!gha_store_flag().is_match(miss), "{miss}");
+        }
     }
 
     #[test]

@@ -201,14 +201,7 @@ impl Install {
             ~/.cargo/bin/vouch
             ~/.cargo/bin/vouch.exe
           key: vouch-source-${{ env.VOUCH_REV }}-${{ runner.os }}-${{ runner.arch }}
-      - name: Install vouch (cargo install --locked, pinned commit)
-        run: |
-          # ~/.cargo/bin is on PATH on every GitHub-hosted runner image.
-          if ! command -v vouch >/dev/null; then
-            cargo install --locked --git "$VOUCH_GIT" --rev "$VOUCH_REV" vouch
-          fi
-          vouch --version
-      - name: Save vouch for pull requests' builds
+@@INSTALL@@      - name: Save vouch for pull requests' builds
         if: github.event_name != 'pull_request'
         uses: @@SAVE@@
         with:
@@ -219,14 +212,40 @@ impl Install {
 "#,
                 &[
                     ("RESTORE", &crate::pins::CACHE.sub("restore")),
+                    ("INSTALL", &self.install_step(python, "")),
                     ("SAVE", &crate::pins::CACHE.sub("save")),
                 ],
             ),
+            Install::Pypi { .. } => self.install_step(python, ""),
+        }
+    }
+
+    /// The install step alone, without the Actions cache, run only `if: <condition>`: for
+    /// jobs of `issue_comment`/`pull_request_target` workflows, which must not touch the
+    /// cache (their writes land in the default branch's scope).
+    pub(crate) fn steps_uncached(&self, python: &str, condition: &str) -> String {
+        self.install_step(python, &format!("        if: {condition}\n"))
+    }
+
+    /// The step that installs vouch; `condition` is its `if:` line, or empty.
+    fn install_step(&self, python: &str, condition: &str) -> String {
+        match self {
+            Install::Source { .. } => crate::render::fill(
+                r#"      - name: Install vouch (cargo install --locked, pinned commit)
+@@IF@@        run: |
+          # ~/.cargo/bin is on PATH on every GitHub-hosted runner image.
+          if ! command -v vouch >/dev/null; then
+            cargo install --locked --git "$VOUCH_GIT" --rev "$VOUCH_REV" vouch
+          fi
+          vouch --version
+"#,
+                &[("IF", condition)],
+            ),
             Install::Pypi { .. } => crate::render::fill(
                 r#"      - name: Install vouch (hash-pinned wheel)
-        env:
+@@IF@@        env:
           PYTHON: @@PYTHON@@
-        run: |
+        run: | # zizmor: ignore[github-env] -- PATH gets a fixed directory under RUNNER_TEMP, nothing an event controls
           venv="$RUNNER_TEMP/vouch-venv"
           "$PYTHON" -m venv "$venv"
           bin="$venv/bin"
@@ -235,10 +254,9 @@ impl Install {
           "$bin/python" -m pip install --no-deps --only-binary :all: --require-hashes \
             -r "$RUNNER_TEMP/vouch-requirements.txt"
           "$bin/vouch" --version
-          # A fixed directory under RUNNER_TEMP, nothing an event controls.
-          echo "$bin" >> "$GITHUB_PATH" # zizmor: ignore[github-env]
+          echo "$bin" >> "$GITHUB_PATH"
 "#,
-                &[("PYTHON", python)],
+                &[("PYTHON", python), ("IF", condition)],
             ),
         }
     }

@@ -8,10 +8,11 @@
 //! - `vouch-trigger.yml` (`issue_comment`, `pull_request_target`): `/test` from an owner or
 //!   member records the request and labels the pull request with a GitHub App token; a new
 //!   head loses the label and cancels its build. Base-repository context: it never checks out
-//!   or runs the pull request's code and never touches the cache.
+//!   or runs the pull request's code and never reads or writes the cache (with the Redis store
+//!   it only grants the pull request its own cache user, whose password goes into the record).
 //! - `vouch-build.yml` (`pull_request` labeled, `push` to `main`/`v[0-9]*`/`hotfix-*`, `v[0-9]*` tags):
-//!   `request` → `plan` → `build-push`/`build-pr` (one job per cell, may read the compiler
-//!   cache, cannot sign) → for pushes `attest` (signs in-run, runs nothing from the checkout)
+//!   `request` → `plan` → `build-push`/`build-pr` (one job per cell, sccache on the store
+//!   `[workflows.cache]` names, see `cache`; cannot sign) → for pushes `attest` (signs in-run, runs nothing from the checkout)
 //!   and `dispatch` → `vouch-build-ok` (the one check to require).
 //! - `vouch-sign.yml` (`workflow_run` of a pull request's build): pins the run through the
 //!   API, signs each cell's wheel with claims from API metadata and the recorded request, then
@@ -23,6 +24,7 @@
 //! check.
 
 mod audit;
+mod cache;
 pub mod dispatch;
 pub mod explain;
 pub mod install;
@@ -34,7 +36,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
-use vouch_profile::{Profile, StepsSpec};
+use vouch_profile::{CacheSpec, Profile, StepsSpec};
 
 pub use audit::{Rule, Violation, audit_trust};
 pub use dispatch::Dispatch;
@@ -88,7 +90,7 @@ pub const VARIABLES: &[(&str, &str)] = &[
     ),
     (
         "VOUCH_CACHE_STORE",
-        "the compiler cache's store (redis://user@host:port); empty: build without a cache",
+        "the compiler cache's Redis server as the trusted user (redis://user@host:port; cache store `redis`)",
     ),
     (
         "VOUCH_TEST_FARM_REPO",
@@ -106,7 +108,12 @@ pub const SECRETS: &[(&str, SecretHome, &str)] = &[
     (
         "VOUCH_CACHE_PASSWORD",
         SecretHome::TrustedEnvironment,
-        "the cache store password for pushes (may write its own branch's scope)",
+        "the Redis password for pushes (may write its own branch's scope; cache store `redis`)",
+    ),
+    (
+        "VOUCH_CACHE_ADMIN_PASSWORD",
+        SecretHome::TrustedEnvironment,
+        "the Redis password `vouch cache grant` creates each pull request's own user with (cache store `redis`)",
     ),
     (
         "VOUCH_SEAL_KEY",
@@ -117,11 +124,6 @@ pub const SECRETS: &[(&str, SecretHome, &str)] = &[
         "FLEXCI_WEBHOOK_SECRET",
         SecretHome::TrustedEnvironment,
         "the FlexCI webhook secret (dispatch mode `flexci`)",
-    ),
-    (
-        "VOUCH_CACHE_PR_PASSWORD",
-        SecretHome::Repository,
-        "the cache store password for pull requests (`vouch cache check` must find it fenced)",
     ),
 ];
 
@@ -182,6 +184,8 @@ pub struct Options {
     pub dispatch: Dispatch,
     /// Adopter steps around `vouch build`.
     pub steps: StepsSpec,
+    /// The build jobs' compiler cache (`[workflows.cache]`, checked when the profile loaded).
+    pub cache: CacheSpec,
 }
 
 impl Options {
@@ -203,6 +207,7 @@ impl Options {
             }),
             dispatch: Dispatch::from_spec(spec.dispatch.as_ref())?,
             steps: spec.steps,
+            cache: spec.cache,
         })
     }
 

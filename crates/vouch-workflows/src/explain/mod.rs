@@ -128,7 +128,24 @@ pub struct JobReport {
     pub oidc: bool,
     /// It checks out (and so may run) the pull request's code.
     pub runs_pr_code: bool,
+    /// The compiler cache it uses, and who fences it.
+    pub cache: Option<CacheReport>,
     pub effects: Vec<String>,
+}
+
+/// How a job reaches the compiler cache.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct CacheReport {
+    /// `gha` (the GitHub Actions cache), or `store` (a store of the profile's, reached with a
+    /// credential: Redis, S3, ...).
+    pub store: String,
+    /// For `gha`: the cache scope (a ref) GitHub lets this run write, whatever its code does
+    /// with the token ([`rules::GHA_CACHE_SCOPE_DOC`]).
+    pub writes: Option<String>,
+    /// For `gha`: the scopes GitHub lets it read, in order.
+    pub reads: Vec<String>,
+    /// What keeps it from writing what trusted builds read.
+    pub fence: String,
 }
 
 /// One workflow run.
@@ -188,6 +205,8 @@ struct Job {
     checks_out: bool,
     /// Its `run:` scripts, one after another.
     scripts: String,
+    /// A step gets the GitHub Actions cache service's token (the compiler cache on `gha`).
+    gha_cache: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -309,6 +328,7 @@ fn parse(f: &GeneratedFile) -> Result<Workflow, Error> {
             secrets: secrets.into_iter().collect(),
             checks_out,
             scripts,
+            gha_cache: crate::audit::gha_cache_use(job).is_some(),
         });
     }
     Ok(Workflow {
@@ -419,6 +439,12 @@ fn job_effects(
                     "records the request as artifact {REQUEST_ARTIFACT_PREFIX}{}-{} (default-branch run)",
                     st.pr, st.head
                 ));
+                if job.scripts.contains(crate::audit::GRANT_COMMAND) {
+                    notes.push(format!(
+                        "grants pull request #{} its own cache user vouch-pr-{} (writes pr/{} only, until the TTL) and adds its password to the record",
+                        st.pr, st.pr, st.pr
+                    ));
+                }
             } else {
                 outputs.insert("head_sha".into(), String::new());
                 notes.push("no `/test` line its script accepts: records nothing".into());
@@ -488,6 +514,38 @@ fn job_effects(
         _ => {}
     }
     (outputs, events, notes)
+}
+
+/// The compiler cache a job's steps reach, read from the file: the GitHub Actions cache when
+/// a step gets its token, another store when a script passes `--cache-store`.
+fn cache_report(job: &Job, run_ref: &str, default_branch: &str) -> Option<CacheReport> {
+    if job.gha_cache {
+        // The scenario's pull requests target the default branch.
+        let (writes, reads) = rules::gha_cache_scope(run_ref, default_branch, default_branch);
+        return Some(CacheReport {
+            store: "gha".into(),
+            writes: Some(writes),
+            reads,
+            fence: format!(
+                "GitHub scopes the cache by the run's ref ({})",
+                rules::GHA_CACHE_SCOPE_DOC
+            ),
+        });
+    }
+    if !job.scripts.contains("--cache-store") {
+        return None;
+    }
+    Some(CacheReport {
+        store: "store".into(),
+        writes: None,
+        reads: Vec::new(),
+        fence: if job.scripts.contains("vouch cache check") {
+            "the store's credential: `vouch cache check` proves it writes no scope it must not"
+        } else {
+            "the store's credential (trusted)"
+        }
+        .into(),
+    })
 }
 
 fn trigger_matches(t: &Trigger, ev: &Event, git_ref: &str) -> bool {
@@ -699,6 +757,11 @@ pub fn explain(files: &[GeneratedFile], scenario: &Scenario) -> Result<Explanati
                 }
                 let oidc = token.get("id-token").is_some_and(|l| l == "write");
                 let runs_pr_code = job.checks_out && run_event == "pull_request";
+                let cache = if runs {
+                    cache_report(job, &run_ref, &scenario.default_branch)
+                } else {
+                    None
+                };
                 let (outputs, events, effects) = if runs {
                     job_effects(&wf.file, job, scenario, &ev, &mut st)
                 } else {
@@ -722,6 +785,7 @@ pub fn explain(files: &[GeneratedFile], scenario: &Scenario) -> Result<Explanati
                     secrets_withheld: if runs { withheld } else { Vec::new() },
                     oidc: runs && oidc,
                     runs_pr_code: runs && runs_pr_code,
+                    cache,
                     effects,
                 });
             }
@@ -873,6 +937,22 @@ pub fn render_text(x: &Explanation) -> String {
                 j.environment.as_deref().unwrap_or("-"),
                 if j.runs_pr_code { "yes" } else { "no" }
             );
+            if let Some(c) = &j.cache {
+                match &c.writes {
+                    Some(w) => {
+                        let _ = writeln!(
+                            out,
+                            "       cache: {}; writes {w}; reads {}; fence: {}",
+                            c.store,
+                            c.reads.join(", "),
+                            c.fence
+                        );
+                    }
+                    None => {
+                        let _ = writeln!(out, "       cache: {}; fence: {}", c.store, c.fence);
+                    }
+                }
+            }
             for e in &j.effects {
                 let _ = writeln!(out, "       -> {e}");
             }

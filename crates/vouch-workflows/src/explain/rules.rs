@@ -38,6 +38,25 @@ pub const SKIPPED_JOB_DOC: &str = "https://docs.github.com/en/actions/writing-wo
 /// cancels the running member of the group.
 pub const CONCURRENCY_DOC: &str = "https://docs.github.com/en/actions/writing-workflows/choosing-what-your-workflow-does/control-the-concurrency-of-workflows-and-jobs";
 
+/// "Restrictions for accessing a cache": a run restores caches of its own ref, of the base
+/// branch (for a pull request) and of the default branch, and saves to its own ref only; a
+/// `pull_request` run's ref is `refs/pull/<N>/merge`, readable by that pull request alone.
+/// Runs of `pull_request_target`, `issue_comment` and `workflow_run` are on the default branch.
+pub const GHA_CACHE_SCOPE_DOC: &str = "https://docs.github.com/en/actions/reference/workflows-and-actions/dependency-caching#restrictions-for-accessing-a-cache";
+
+/// The GitHub Actions cache scope a run on `run_ref` writes, and those it reads in order
+/// ([`GHA_CACHE_SCOPE_DOC`]); `base` is a pull request's base branch.
+pub fn gha_cache_scope(run_ref: &str, base: &str, default_branch: &str) -> (String, Vec<String>) {
+    let mut reads = vec![run_ref.to_owned()];
+    if run_ref.starts_with("refs/pull/") {
+        reads.push(format!("refs/heads/{base}"));
+    }
+    reads.push(format!("refs/heads/{default_branch}"));
+    let mut seen = std::collections::BTreeSet::new();
+    reads.retain(|r| seen.insert(r.clone()));
+    (run_ref.to_owned(), reads)
+}
+
 /// How many `workflow_run` levels GitHub chains.
 pub const MAX_WORKFLOW_RUN_DEPTH: usize = 3;
 
@@ -91,6 +110,23 @@ pub fn glob(pattern: &str, name: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn gha_cache_scopes() {
+        let (w, r) = gha_cache_scope("refs/pull/7/merge", "v14", "main");
+        assert_eq!(w, "refs/pull/7/merge");
+        assert_eq!(
+            r,
+            ["refs/pull/7/merge", "refs/heads/v14", "refs/heads/main"]
+        );
+        let (w, r) = gha_cache_scope("refs/heads/main", "main", "main");
+        assert_eq!(
+            (w.as_str(), r.as_slice()),
+            ("refs/heads/main", &["refs/heads/main".to_owned()][..])
+        );
+        let (_, r) = gha_cache_scope("refs/tags/v1", "main", "main");
+        assert_eq!(r, ["refs/tags/v1", "refs/heads/main"]);
+    }
 
     #[test]
     fn globs_and_fork_tokens() {

@@ -3,9 +3,10 @@
 
 use super::{
     ARTIFACT_NAME_STEP, BUILD_WORKFLOW_NAME, HEADER, PR_BUILD_GROUP, REQUEST_ARTIFACT_PREFIX,
-    SENTINEL_JOB, SIGN_FILE, TRIGGER_FILE, TRIGGER_LABEL, TRUSTED_ENVIRONMENT, Vars, fill,
+    SENTINEL_JOB, SIGN_FILE, TRIGGER_FILE, TRIGGER_LABEL, TRUSTED_ENVIRONMENT, Vars, fill, indent,
 };
 use crate::Error;
+use crate::cache::{BuildCache, Trust};
 use crate::dispatch::Announcer;
 use crate::pins::{CHECKOUT, DOWNLOAD_ARTIFACT, SETUP_PYTHON, UPLOAD_ARTIFACT};
 
@@ -17,6 +18,7 @@ pub const PR_BUILD_JOB: &str = "build-pr";
 /// audit refuses them in any job a pull request can start.
 pub const TRUSTED_ONLY_SECRETS: &[&str] = &[
     "VOUCH_CACHE_PASSWORD",
+    "VOUCH_CACHE_ADMIN_PASSWORD",
     "VOUCH_SEAL_KEY",
     "VOUCH_APP_PRIVATE_KEY",
     "FLEXCI_WEBHOOK_SECRET",
@@ -28,22 +30,17 @@ pub const TRUSTED_ONLY_SECRETS: &[&str] = &[
 /// choosing the secret in a step expression would put both into its memory.
 const BUILD_JOB: &str = r#"  @@JOB@@:
     name: build ${{ matrix.cell }}@@NAME_SUFFIX@@
-    needs: plan
+    needs: @@NEEDS@@
     # @@WHY@@
     if: @@WHEN@@
     runs-on: ${{ matrix.runner }}
     timeout-minutes: @@BUILD_TIMEOUT@@@@ENVIRONMENT@@
     permissions:
       contents: read # check out the source
-    strategy:
+@@PERMISSIONS@@    strategy:
       fail-fast: false
       matrix: ${{ fromJson(needs.plan.outputs.matrix) }}
-    env:
-      # What this build may do with the compiler cache (`vouch plan --event`): `trusted` (a
-      # push) reads and writes its own branch's scope; `pr` reads and writes at most pr/<N>
-      # (the gateway enforces it, and `vouch cache check` proves the credential cannot do more).
-      VOUCH_CACHE_MODE: ${{ matrix.cache_mode }}
-    steps:
+@@JOB_ENV@@    steps:
       - name: Check out
         uses: @@CHECKOUT@@
         with:
@@ -55,36 +52,16 @@ const BUILD_JOB: &str = r#"  @@JOB@@:
         uses: @@SETUP_PYTHON@@
         with:
           python-version: ${{ matrix.python }}
-@@INSTALL_MATRIX@@@@ARTIFACT_NAME@@@@BEFORE_BUILD@@      - name: Build ${{ matrix.cell }}
+@@INSTALL_MATRIX@@@@ARTIFACT_NAME@@@@CACHE_STEPS@@@@BEFORE_BUILD@@@@CACHE_STEPS_LAST@@      - name: Build ${{ matrix.cell }}
         env:
           CELL: ${{ matrix.cell }}
           PYTHON: ${{ steps.python.outputs.python-path }}
           HEAD_SHA: ${{ github.event.pull_request.head.sha || github.sha }}
-          VOUCH_CACHE_STORE: ${{ vars.VOUCH_CACHE_STORE }}
-          VOUCH_CACHE_PASSWORD: ${{ secrets.@@SECRET@@ }}@@SECRET_NOTE@@@@SEAL_ENV@@
-        run: |
-          pw="$RUNNER_TEMP/vouch-cache-password"
-          seal="$RUNNER_TEMP/vouch-seal-key"
-          trap 'rm -f "$pw" "$seal"' EXIT
-          cache=()@@SEAL_RUN@@
-          if [ -n "$VOUCH_CACHE_STORE" ]; then
-            cache=(--cache sccache --cache-store "$VOUCH_CACHE_STORE" --scope-from-github)
-            if [ -n "$VOUCH_CACHE_PASSWORD" ]; then
-              (umask 077 && printf '%s' "$VOUCH_CACHE_PASSWORD" > "$pw")
-              cache+=(--cache-password-file "$pw")
-            fi
-          fi
-          unset VOUCH_CACHE_PASSWORD
-          echo "cache mode: $VOUCH_CACHE_MODE"
-          if [ "$GITHUB_EVENT_NAME" != push ] && [[ "$VOUCH_CACHE_STORE" == redis://* ]]; then
-            check=(--store "$VOUCH_CACHE_STORE" --scope-from-github)
-            if [ -f "$pw" ]; then check+=(--password-file "$pw"); fi
-            vouch cache check "${check[@]}"
-          fi
-          # The cell's toolchain, template and environment come from the profile; the wheel
+@@BUILD_ENV@@        run: |
+@@BUILD_SCRIPT@@          # The cell's toolchain, template and environment come from the profile; the wheel
           # and its build record (<wheel>.build.json) go to dist/.
           vouch build --profile "$VOUCH_PROFILE" --cell "$CELL" --source . --out dist \
-            --python "$PYTHON" --sha "$HEAD_SHA" "${cache[@]}"@@SEAL_ARG@@
+            --python "$PYTHON" --sha "$HEAD_SHA"@@BUILD_ARGS@@
 @@AFTER_BUILD@@      - name: Upload the unsigned build
         uses: @@UPLOAD_ARTIFACT@@
         with:
@@ -96,67 +73,89 @@ const BUILD_JOB: &str = r#"  @@JOB@@:
 
 "#;
 
+/// The push build's seal key: it authenticates the sealed venvs and toolkits a push build
+/// reuses on a self-hosted runner.
+const SEAL_ENV: &str = "          VOUCH_SEAL_KEY: ${{ secrets.VOUCH_SEAL_KEY }}\n";
+const SEAL_SCRIPT: &str = r#"# The key that authenticates the sealed venvs and toolkits this build reuses on a
+# self-hosted runner: a pull request's build never holds it, so cannot forge them.
+seal_arg=()
+if [ -n "$VOUCH_SEAL_KEY" ]; then
+  (umask 077 && printf '%s' "$VOUCH_SEAL_KEY" > "$seal")
+  seal_arg=(--seal-key-file "$seal")
+fi
+unset VOUCH_SEAL_KEY
+"#;
+
+/// One build job: its cache (per `[workflows.cache]`), and for pushes the seal key.
+fn build_job(v: &Vars<'_>, trust: Trust, hooks: [&str; 2]) -> String {
+    let cache = BuildCache::new(&v.opts.cache, trust);
+    let push = trust == Trust::Push;
+    let mut files = cache.files.clone();
+    if push {
+        files.push(("seal", "vouch-seal-key"));
+    }
+    let mut script = String::new();
+    for (var, path) in &files {
+        script.push_str(&format!("{var}=\"$RUNNER_TEMP/{path}\"\n"));
+    }
+    if !files.is_empty() {
+        let vars: Vec<String> = files.iter().map(|(v, _)| format!("\"${v}\"")).collect();
+        script.push_str(&format!("trap 'rm -rf {}' EXIT\n", vars.join(" ")));
+    }
+    if push {
+        script.push_str(SEAL_SCRIPT);
+    }
+    script.push_str(&cache.script);
+    let mut env = cache.env.clone();
+    let mut args = cache.args.to_owned();
+    if push {
+        env.push_str(SEAL_ENV);
+        args.push_str(" \"${seal_arg[@]}\"");
+    }
+    let (id, suffix, why, when, environment) = match trust {
+        Trust::Push => (
+            PUSH_BUILD_JOB,
+            "",
+            "A push: trusted code and trusted secrets.",
+            "github.event_name == 'push'",
+            format!(
+                "\n    # The seal key (and the Redis cache's push password) live in this environment (default\n    # and push branches only), out of reach of a pull request's own workflow runs.\n    environment: {TRUSTED_ENVIRONMENT}"
+            ),
+        ),
+        Trust::Pr => (
+            PR_BUILD_JOB,
+            " (PR)",
+            "A pull request: its runner never receives a trusted secret, and it cannot sign.",
+            "github.event_name == 'pull_request'",
+            String::new(),
+        ),
+    };
+    // Only this job's own placeholders; the shared ones are filled with the workflow.
+    [
+        ("@@JOB@@", id),
+        ("@@NAME_SUFFIX@@", suffix),
+        ("@@NEEDS@@", cache.needs),
+        ("@@WHY@@", why),
+        ("@@WHEN@@", when),
+        ("@@ENVIRONMENT@@", &environment),
+        ("@@PERMISSIONS@@", &cache.permissions),
+        ("@@JOB_ENV@@", &cache.job_env),
+        ("@@CACHE_STEPS@@", &cache.steps),
+        ("@@CACHE_STEPS_LAST@@", &cache.steps_last),
+        ("@@BUILD_ENV@@", &env),
+        ("@@BUILD_SCRIPT@@", &indent(&script, 10)),
+        ("@@BUILD_ARGS@@", &args),
+        ("@@BEFORE_BUILD@@", hooks[0]),
+        ("@@AFTER_BUILD@@", hooks[1]),
+    ]
+    .iter()
+    .fold(BUILD_JOB.to_owned(), |t, (k, v)| t.replace(k, v))
+}
+
 fn build_jobs(v: &Vars<'_>) -> Result<String, Error> {
     let before = crate::steps::render(&v.opts.steps.before_build, "before_build")?;
     let after = crate::steps::render(&v.opts.steps.after_build, "after_build")?;
-    let job = |id: &str,
-               suffix: &str,
-               why: &str,
-               when: &str,
-               environment: &str,
-               secret: &str,
-               seal: [&str; 3]| {
-        // Only this job's own placeholders; the shared ones are filled with the workflow.
-        [
-            ("@@JOB@@", id),
-            ("@@NAME_SUFFIX@@", suffix),
-            ("@@WHY@@", why),
-            ("@@WHEN@@", when),
-            ("@@ENVIRONMENT@@", environment),
-            ("@@SECRET@@", secret),
-            (
-                "@@SECRET_NOTE@@",
-                if environment.is_empty() {
-                    // Fenced by the gateway to pr/<N>; an environment would add nothing, since a
-                    // same-repository pull request may name any environment its ref passes.
-                    " # zizmor: ignore[secrets-outside-env]"
-                } else {
-                    ""
-                },
-            ),
-            ("@@SEAL_ENV@@", seal[0]),
-            ("@@SEAL_RUN@@", seal[1]),
-            ("@@SEAL_ARG@@", seal[2]),
-            ("@@BEFORE_BUILD@@", &before),
-            ("@@AFTER_BUILD@@", &after),
-        ]
-        .iter()
-        .fold(BUILD_JOB.to_owned(), |t, (k, v)| t.replace(k, v))
-    };
-    let trusted_env = format!(
-        "\n    # The push password and seal key live in this environment (default and push\n    # branches only), out of reach of a pull request's own workflow runs.\n    environment: {TRUSTED_ENVIRONMENT}"
-    );
-    Ok(job(
-        PUSH_BUILD_JOB,
-        "",
-        "A push: trusted code, the push cache password.",
-        "github.event_name == 'push'",
-        &trusted_env,
-        TRUSTED_ONLY_SECRETS[0],
-        [
-            "\n          VOUCH_SEAL_KEY: ${{ secrets.VOUCH_SEAL_KEY }}",
-            "\n          # The key that authenticates the sealed venvs and toolkits this build reuses on a\n          # self-hosted runner: a pull request's build never holds it, so cannot forge them.\n          seal_arg=()\n          if [ -n \"$VOUCH_SEAL_KEY\" ]; then\n            (umask 077 && printf '%s' \"$VOUCH_SEAL_KEY\" > \"$seal\")\n            seal_arg=(--seal-key-file \"$seal\")\n          fi\n          unset VOUCH_SEAL_KEY",
-            " \"${seal_arg[@]}\"",
-        ],
-    ) + &job(
-        PR_BUILD_JOB,
-        " (PR)",
-        "A pull request: its runner never receives the push password, and it cannot sign.",
-        "github.event_name == 'pull_request'",
-        "",
-        "VOUCH_CACHE_PR_PASSWORD",
-        ["", "", ""],
-    ))
+    Ok(build_job(v, Trust::Push, [&before, &after]) + &build_job(v, Trust::Pr, [&before, &after]))
 }
 
 fn dispatch_job(v: &Vars<'_>) -> String {
@@ -250,6 +249,9 @@ jobs:
       actions: read # look up the request artifact
     outputs:
       build: ${{ steps.find.outputs.build }}
+      # The newest record of the request: its artifact and the trigger run that uploaded it.
+      artifact_id: ${{ steps.find.outputs.artifact_id }}
+      run_id: ${{ steps.find.outputs.run_id }}
     steps:
       - name: A /test recorded for this head by a default-branch run
         id: find
@@ -267,13 +269,18 @@ jobs:
             exit 0
           fi
           # Not a security boundary (the sign workflow checks again, from the default branch):
-          # it keeps a label set by hand, or a head that moved, from starting a build.
-          n=$(gh api "repos/$REPO/actions/artifacts?name=@@REQUEST@@$PR_NUMBER-$HEAD_SHA" \
-            | jq --arg branch "$DEFAULT_BRANCH" --argjson repo "$REPO_ID" \
+          # it keeps a label set by hand, or a head that moved, from starting a build. The
+          # newest record is the one a build uses (with the Redis cache, each /test grants the
+          # pull request's cache user a new password).
+          found=$(gh api "repos/$REPO/actions/artifacts?name=@@REQUEST@@$PR_NUMBER-$HEAD_SHA" \
+            | jq -c --arg branch "$DEFAULT_BRANCH" --argjson repo "$REPO_ID" \
               '[.artifacts[] | select(.expired == false and .workflow_run.head_branch == $branch
-                 and .workflow_run.head_repository_id == $repo)] | length')
-          if [ "$n" -gt 0 ]; then
+                 and .workflow_run.head_repository_id == $repo)] | max_by(.created_at)
+               | if . then {id, run: .workflow_run.id} else empty end')
+          if [ -n "$found" ]; then
             echo "build=true" >> "$GITHUB_OUTPUT"
+            echo "artifact_id=$(jq -r .id <<<"$found")" >> "$GITHUB_OUTPUT"
+            echo "run_id=$(jq -r .run <<<"$found")" >> "$GITHUB_OUTPUT"
           else
             echo "::notice::no /test recorded for #$PR_NUMBER at $HEAD_SHA: nothing to build"
             echo "build=false" >> "$GITHUB_OUTPUT"

@@ -69,6 +69,20 @@ impl Vars<'_> {
     }
 }
 
+/// Every line of `text` indented by `n` spaces (empty lines stay empty).
+pub(crate) fn indent(text: &str, n: usize) -> String {
+    let pad = " ".repeat(n);
+    text.lines()
+        .map(|l| {
+            if l.is_empty() {
+                "\n".to_owned()
+            } else {
+                format!("{pad}{l}\n")
+            }
+        })
+        .collect()
+}
+
 pub(crate) fn fill(template: &str, vars: &[(&str, &str)]) -> String {
     let mut out = template.to_owned();
     for (key, value) in vars {

