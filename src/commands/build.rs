@@ -109,10 +109,7 @@ fn cache_setup(args: &BuildArgs) -> anyhow::Result<Option<vouch_cell::CacheSetup
         .context("deciding the cache scope")?;
     Ok(Some(vouch_cell::CacheSetup {
         tool,
-        store: crate::common::store_spec(
-            store,
-            args.cache.cache_password_file.as_deref(),
-        )?,
+        store: crate::common::store_spec(store, args.cache.cache_password_file.as_deref())?,
         policy,
     }))
 }

@@ -249,7 +249,9 @@ fn grant(
         from_fork: false,
     })?;
     if store.backend() == "redis" && out.is_none() {
-        return Err(usage("a redis:// grant needs --out FILE for the new user's password"));
+        return Err(usage(
+            "a redis:// grant needs --out FILE for the new user's password",
+        ));
     }
     let rt = crate::common::runtime()?;
     match rt.block_on(vouch_cache::grant(store, pr, &policy, ttl))? {
@@ -282,4 +284,3 @@ fn grant(
     }
     Ok(ExitCode::SUCCESS)
 }
-

@@ -313,7 +313,10 @@ fn cache_check_redis_granted_user_passes_trusted_user_fails() {
         .arg(&pw_file));
     assert_eq!(grant.code, 0, "{}", grant.stderr);
     let pr_store = grant.stdout.trim().to_owned();
-    assert_eq!(pr_store, format!("redis://vouch-pr-7@127.0.0.1:{}", redis.port));
+    assert_eq!(
+        pr_store,
+        format!("redis://vouch-pr-7@127.0.0.1:{}", redis.port)
+    );
     let password = std::fs::read_to_string(&pw_file).unwrap();
     assert_eq!(password.len(), 48, "192 random bits, hex");
     #[cfg(unix)]
@@ -339,8 +342,22 @@ fn cache_check_redis_granted_user_passes_trusted_user_fails() {
     assert_open_at_main(&trusted);
     // A hand-made credential that may write every branch is caught the same way.
     redis.cli(&[
-        "ACL", "SETUSER", "broad", "on", ">pw-broad", "resetkeys", "%R~*", "%W~pr/*",
-        "%W~branch/*", "-@all", "+@connection", "+get", "+set", "+exists", "+strlen", "+del",
+        "ACL",
+        "SETUSER",
+        "broad",
+        "on",
+        ">pw-broad",
+        "resetkeys",
+        "%R~*",
+        "%W~pr/*",
+        "%W~branch/*",
+        "-@all",
+        "+@connection",
+        "+get",
+        "+set",
+        "+exists",
+        "+strlen",
+        "+del",
     ]);
     let broad = check(&[
         "--store".into(),
@@ -368,12 +385,27 @@ fn cache_check_redis_granted_user_passes_trusted_user_fails() {
     // Expiry: a grant's user outlives its marker only until the next grant sweeps it.
     redis.cli(&["DEL", "vouch-grants/vouch-pr-7"]);
     let other = run(vouch()
-        .args(["cache", "grant", "--store", &redis.url(), "--pr", "8", "--out"])
+        .args([
+            "cache",
+            "grant",
+            "--store",
+            &redis.url(),
+            "--pr",
+            "8",
+            "--out",
+        ])
         .arg(dir.path().join("pr8.pw")));
     assert_eq!(other.code, 0, "{}", other.stderr);
     let users = redis.cli(&["ACL", "USERS"]);
-    assert!(!users.contains("vouch-pr-7") && users.contains("vouch-pr-8"), "{users}");
-    assert_ne!(check(&granted).code, 0, "an expired grant no longer authenticates");
+    assert!(
+        !users.contains("vouch-pr-7") && users.contains("vouch-pr-8"),
+        "{users}"
+    );
+    assert_ne!(
+        check(&granted).code,
+        0,
+        "an expired grant no longer authenticates"
+    );
 }
 
 /// S3 (moto's IAM as the stand-in for AWS's): the policy `cache grant` prints, attached to a
@@ -386,7 +418,10 @@ fn cache_check_s3_granted_policy_passes_trusted_fails_on_moto() {
         "cache",
         "grant",
         "--store",
-        &format!("s3://vouch-cache/vouch?region=us-east-1&endpoint={}", moto.endpoint()),
+        &format!(
+            "s3://vouch-cache/vouch?region=us-east-1&endpoint={}",
+            moto.endpoint()
+        ),
         "--pr",
         "7",
     ]));
@@ -418,22 +453,44 @@ fn cache_check_s3_granted_policy_passes_trusted_fails_on_moto() {
     };
     let good = check(&flags(&pr7, "pr7"));
     assert_eq!(good.code, 0, "{}\n{}", good.stdout, good.stderr);
-    assert_eq!(good.json()["probes"][0]["can_write"], true, "{}", good.stdout);
+    assert_eq!(
+        good.json()["probes"][0]["can_write"],
+        true,
+        "{}",
+        good.stdout
+    );
     let bad = check(&flags(&trusted, "trusted"));
     assert_open_at_main(&bad);
     no_secret_in(&[&good, &bad], &[&pr7.1, &trusted.1]);
-    assert_eq!(moto.keys(), ["branch/main/kv/k"], "probes leave nothing behind");
+    assert_eq!(
+        moto.keys(),
+        ["branch/main/kv/k"],
+        "probes leave nothing behind"
+    );
 
     // Through a gateway, the granted key reads main and writes only pr/7.
     let served = serve(
         dir.path(),
-        &moto.spec(&pr7.0),
-        &[PR7, &["--password-file", dir.path().join("pr7").to_str().unwrap()]].concat(),
+        moto.spec(&pr7.0),
+        &[
+            PR7,
+            &["--password-file", dir.path().join("pr7").to_str().unwrap()],
+        ]
+        .concat(),
     );
     let c = reqwest::Client::new();
-    assert_eq!(request(&c, "GET", &format!("{}/kv/k", served.url), None), (200, "main".into()));
-    assert_eq!(request(&c, "GET", &format!("{}/kv/none", served.url), None).0, 404);
-    assert_eq!(request(&c, "PUT", &format!("{}/kv/n", served.url), Some("x")).0, 201);
+    assert_eq!(
+        request(&c, "GET", &format!("{}/kv/k", served.url), None),
+        (200, "main".into())
+    );
+    assert_eq!(
+        request(&c, "GET", &format!("{}/kv/none", served.url), None).0,
+        404
+    );
+    assert_eq!(
+        request(&c, "PUT", &format!("{}/kv/n", served.url), Some("x")).0,
+        201
+    );
     assert_eq!(moto.keys(), ["branch/main/kv/k", "pr/7/kv/n"]);
 }
 
@@ -454,7 +511,11 @@ fn cache_check_gcs_emulator_without_iam_fails_closed() {
     ]);
     assert_open_at_main(&r);
     no_secret_in(&[&r], &["ya29.pr-token"]);
-    assert_eq!(gcs.keys(), Vec::<String>::new(), "probes leave nothing behind");
+    assert_eq!(
+        gcs.keys(),
+        Vec::<String>::new(),
+        "probes leave nothing behind"
+    );
     let grant = run(vouch().args(["cache", "grant", "--store", &gcs.spec(), "--pr", "7"]));
     assert_eq!(grant.code, 0, "{}", grant.stderr);
     let doc: Value = serde_json::from_str(&grant.stdout).unwrap();
@@ -1241,11 +1302,21 @@ fn github_cache_double_scopes_pr_entries_to_the_merge_ref() {
     let store = Backing::start("gha", s.dir.path());
     s.build(&s.original, "t1", Some(("sccache", &store, TRUSTED)));
     let pr = s.build(&s.original, "pr", Some(("sccache", &store, PR7)));
-    assert_eq!(compile_counts(&pr).0, 2, "the PR build reads main's entries: {pr}");
-    let Backing::Gha(double) = &store else { unreachable!() };
+    assert_eq!(
+        compile_counts(&pr).0,
+        2,
+        "the PR build reads main's entries: {pr}"
+    );
+    let Backing::Gha(double) = &store else {
+        unreachable!()
+    };
     let refs: std::collections::BTreeSet<String> =
         double.entries().into_iter().map(|e| e.scope_ref).collect();
-    assert!(refs.iter().all(|r| r == crate::stores::MAIN_REF || r == crate::stores::PR7_REF), "{refs:?}");
+    assert!(
+        refs.iter()
+            .all(|r| r == crate::stores::MAIN_REF || r == crate::stores::PR7_REF),
+        "{refs:?}"
+    );
     assert!(double.entries().iter().all(|e| {
         let k = e.key.trim_start_matches('/');
         (e.scope_ref == crate::stores::MAIN_REF) == k.starts_with("vouch/branch/main/")

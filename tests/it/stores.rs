@@ -207,7 +207,10 @@ impl GcsEmulator {
     }
 
     pub fn spec(&self) -> String {
-        format!("gs://{BUCKET}/vouch?endpoint=http://127.0.0.1:{}", self.port)
+        format!(
+            "gs://{BUCKET}/vouch?endpoint=http://127.0.0.1:{}",
+            self.port
+        )
     }
 
     pub fn keys(&self) -> Vec<String> {
@@ -253,7 +256,10 @@ impl Backing {
             "s3" => Backing::S3(Moto::start(), secret_file("s3-secret", S3_ADMIN.1)),
             // An OAuth2 access token, as `gcloud auth print-access-token` gives (the emulator
             // accepts any).
-            "gcs" => Backing::Gcs(GcsEmulator::start(), secret_file("gcs-token", "ya29.test-token")),
+            "gcs" => Backing::Gcs(
+                GcsEmulator::start(),
+                secret_file("gcs-token", "ya29.test-token"),
+            ),
             "gha" => Backing::Gha(vouch_testgh::cache::GhaCache::start()),
             other => panic!("no test store {other:?}"),
         }
@@ -314,7 +320,12 @@ impl Backing {
             Backing::Gha(g) => g
                 .entries()
                 .into_iter()
-                .map(|e| e.key.trim_start_matches('/').trim_start_matches("vouch/").to_owned())
+                .map(|e| {
+                    e.key
+                        .trim_start_matches('/')
+                        .trim_start_matches("vouch/")
+                        .to_owned()
+                })
                 .collect(),
         };
         keys.sort();

@@ -139,7 +139,10 @@ fn platform(trigger: &Trigger) -> Vec<Probe> {
     match trigger.event.as_str() {
         "pull_request" => vec![
             row(
-                format!("refs/pull/{}/merge", trigger.pr.map_or("N".into(), |n| n.to_string())),
+                format!(
+                    "refs/pull/{}/merge",
+                    trigger.pr.map_or("N".into(), |n| n.to_string())
+                ),
                 true,
                 true,
                 "GitHub lets a pull_request run write only its merge ref",

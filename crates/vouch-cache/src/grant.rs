@@ -66,11 +66,22 @@ pub async fn grant(
         "redis" => redis_grant(admin, pr, &write, &policy.read, ttl).await,
         "s3" => {
             let s = admin.s3_location()?;
-            Ok(Grant::Policy(s3_policy(&s.bucket, &s.prefix, &write, &policy.read)))
+            Ok(Grant::Policy(s3_policy(
+                &s.bucket,
+                &s.prefix,
+                &write,
+                &policy.read,
+            )))
         }
         "gcs" => {
             let g = admin.gcs_location()?;
-            Ok(Grant::Policy(gcs_bindings(&g.bucket, &g.prefix, pr, &write, &policy.read)))
+            Ok(Grant::Policy(gcs_bindings(
+                &g.bucket,
+                &g.prefix,
+                pr,
+                &write,
+                &policy.read,
+            )))
         }
         "gha" => Err(GrantError::NothingToGrant {
             backend: "gha",
@@ -199,7 +210,9 @@ async fn redis_grant(
         .get_multiplexed_async_connection()
         .await
         .map_err(err("cannot connect"))?;
-    sweep(&mut c).await.map_err(err("cannot remove expired grants"))?;
+    sweep(&mut c)
+        .await
+        .map_err(err("cannot remove expired grants"))?;
     let user = pr_user(pr);
     let mut bytes = [0u8; 24];
     getrandom::fill(&mut bytes).map_err(GrantError::Random)?;
@@ -250,7 +263,10 @@ async fn redis_grant(
 async fn sweep(c: &mut redis::aio::MultiplexedConnection) -> redis::RedisResult<()> {
     let users: Vec<String> = redis::cmd("ACL").arg("USERS").query_async(c).await?;
     for user in users.iter().filter(|u| u.starts_with("vouch-pr-")) {
-        let live: bool = redis::cmd("EXISTS").arg(marker(user)).query_async(c).await?;
+        let live: bool = redis::cmd("EXISTS")
+            .arg(marker(user))
+            .query_async(c)
+            .await?;
         if !live {
             redis::cmd("ACL")
                 .arg("DELUSER")

@@ -4,20 +4,20 @@
 //! store's credentials are the real fence (`check`).
 
 mod check;
-mod grant;
 mod gateway;
 mod gateway_url;
+mod grant;
 mod scope;
 mod store;
 mod tools;
 mod trigger;
 
 pub use check::{CheckReport, Probe, check_fence, forbidden_scopes};
-pub use grant::{Grant, GrantError, gcs_bindings, grant, pr_user, s3_policy};
 pub use gateway::{
     DEFAULT_MAX_ENTRY, GatewayError, GatewayStats, LayerStats, RunningGateway, Secret, router,
 };
 pub use gateway_url::{GatewayUrl, UrlError};
+pub use grant::{Grant, GrantError, gcs_bindings, grant, pr_user, s3_policy};
 pub use scope::{Scope, ScopeError, ScopePolicy, Trigger};
 pub use store::{AnyStore, CacheStore, Fence, StoreError, StoreSpec, check_key};
 pub use tools::{Tool, ToolError, ToolSession, ToolStats, read_tool_stats, tool_env};

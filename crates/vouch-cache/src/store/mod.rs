@@ -27,15 +27,16 @@ pub enum StoreError {
         backend: &'static str,
         operation: &'static str,
         path: String,
+        /// Boxed: OpenDAL's error carries its context inline and is large.
         #[source]
-        source: opendal::Error,
+        source: Box<opendal::Error>,
     },
     #[error("cannot open the {backend} store {spec:?}")]
     Open {
         backend: &'static str,
         spec: String,
         #[source]
-        source: opendal::Error,
+        source: Box<opendal::Error>,
     },
     #[error("a password file does not apply to {backend} stores ({spec:?}): {why}")]
     SecretNotTaken {
@@ -129,7 +130,7 @@ impl AnyStore {
             backend: self.backend.name,
             operation,
             path,
-            source,
+            source: Box::new(source),
         }
     }
 

@@ -89,10 +89,7 @@ impl StoreSpec {
     }
 
     pub(crate) fn location(&self) -> Result<Location<'_>, StoreError> {
-        Location::new(
-            &self.spec,
-            self.secret(),
-        )
+        Location::new(&self.spec, self.secret())
     }
 
     /// The secret from the password file, for the code that opens the store only.

@@ -28,7 +28,10 @@ fn root_dir(l: &Location<'_>) -> Result<String, crate::StoreError> {
         Some(u) if u.host_str().is_none_or(str::is_empty) && u.query().is_none() => {
             Ok(u.path().to_owned())
         }
-        Some(_) => Err(l.bad("path", "must be file:///absolute/path (no host, no options)")),
+        Some(_) => Err(l.bad(
+            "path",
+            "must be file:///absolute/path (no host, no options)",
+        )),
     }
 }
 

@@ -52,6 +52,9 @@ fn build(l: &Location<'_>) -> Result<(Operator, String), StoreError> {
         None => {}
     }
     let op = Operator::new(b).map_err(l.open_error(BACKEND.name))?;
-    let at = g.endpoint.as_deref().map_or(String::new(), |e| format!(" at {e}"));
+    let at = g
+        .endpoint
+        .as_deref()
+        .map_or(String::new(), |e| format!(" at {e}"));
     Ok((op, format!("gcs {}/{}{at}", g.bucket, g.prefix)))
 }

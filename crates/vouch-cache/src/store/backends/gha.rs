@@ -42,7 +42,11 @@ fn prefix(l: &Location<'_>) -> Result<String, StoreError> {
     }
     let p = format!("{}{}", u.host_str().unwrap_or(""), u.path());
     let p = p.trim_matches('/');
-    Ok(if p.is_empty() { "vouch".into() } else { p.to_owned() })
+    Ok(if p.is_empty() {
+        "vouch".into()
+    } else {
+        p.to_owned()
+    })
 }
 
 fn env(var: &'static str, why: &'static str) -> Result<String, StoreError> {

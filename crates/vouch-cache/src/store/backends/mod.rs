@@ -143,7 +143,7 @@ impl<'a> Location<'a> {
         move |source| StoreError::Open {
             backend,
             spec,
-            source,
+            source: Box::new(source),
         }
     }
 }

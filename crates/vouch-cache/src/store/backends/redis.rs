@@ -47,7 +47,9 @@ pub(crate) fn parse(l: &Location<'_>) -> Result<RedisLocation, StoreError> {
     };
     Ok(RedisLocation {
         endpoint: format!("{}://{host}:{}", u.scheme(), u.port().unwrap_or(6379)),
-        username: Some(u.username()).filter(|u| !u.is_empty()).map(str::to_owned),
+        username: Some(u.username())
+            .filter(|u| !u.is_empty())
+            .map(str::to_owned),
         db,
     })
 }

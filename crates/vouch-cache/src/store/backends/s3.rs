@@ -68,6 +68,9 @@ fn build(l: &Location<'_>) -> Result<(Operator, String), StoreError> {
         }
     }
     let op = Operator::new(b).map_err(l.open_error(BACKEND.name))?;
-    let at = s.endpoint.as_deref().map_or(String::new(), |e| format!(" at {e}"));
+    let at = s
+        .endpoint
+        .as_deref()
+        .map_or(String::new(), |e| format!(" at {e}"));
     Ok((op, format!("s3 {}/{}{at}", s.bucket, s.prefix)))
 }
