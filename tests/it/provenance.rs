@@ -1196,7 +1196,7 @@ fn issue12_errors_once_unclassified_exit_with_their_own_codes() {
                 "cache",
                 "check",
                 "--store",
-                "/tmp",
+                "ftp://cache.example/x",
                 "--event",
                 "push",
                 "--ref",
