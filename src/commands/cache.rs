@@ -183,8 +183,9 @@ pub fn run(cmd: CacheCommand) -> anyhow::Result<ExitCode> {
             let policy = scope.policy()?;
             let t = scope.trigger()?;
             let rt = crate::common::runtime()?;
+            let forbidden = vouch_cache::forbidden_scopes(&t)?;
             let report = rt
-                .block_on(vouch_cache::check_fence(&store, &policy, &t))
+                .block_on(vouch_cache::check_fence(&store, &policy, &t, &forbidden))
                 .context("probing the cache store")?;
             if json {
                 output::json(&report);
@@ -207,9 +208,12 @@ pub fn run(cmd: CacheCommand) -> anyhow::Result<ExitCode> {
             if report.fenced {
                 Ok(ExitCode::SUCCESS)
             } else {
-                output::note(
-                    "error: this credential can write a scope this build must not; failing closed",
-                );
+                let open = report.probes.iter().any(|p| !p.may_write && p.can_write);
+                output::note(if open {
+                    "error: this credential can write a scope this build must not; failing closed"
+                } else {
+                    "error: no verdict (a probe neither landed nor was refused, or the build's own scope refused its probe); failing closed"
+                });
                 Ok(crate::exit::Status::FenceOpen.into())
             }
         }
@@ -269,7 +273,8 @@ fn grant(
             )
             .with_context(|| format!("writing the password of {user} to {out:?}"))?;
             output::note(format!(
-                "granted {user}: writes pr/{pr}, reads {:?}; expires in {}s; password in {out:?}",
+                "granted {user}: writes {}, reads {:?}; expires in {}s; password in {out:?}",
+                policy.write.as_ref().map_or("-", Scope::as_str),
                 policy.read.iter().map(Scope::as_str).collect::<Vec<_>>(),
                 expires_in.as_secs()
             ));

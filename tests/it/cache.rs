@@ -306,11 +306,28 @@ fn cache_check_redis_granted_user_passes_trusted_user_fails() {
     let redis = RedisServer::start();
     let dir = tempdir();
     let pw_file = dir.path().join("pr7.pw");
-    // The admin is redis' default user (no password on a test server).
-    let grant = run(vouch()
-        .args(["cache", "grant", "--store", &redis.url(), "--pr", "7"])
-        .args(["--base-ref", "main", "--ttl", "6h", "--out"])
-        .arg(&pw_file));
+    // An admin user with a password (from a file, as in the generated workflows).
+    redis.cli(&[
+        "ACL",
+        "SETUSER",
+        "vouch-admin",
+        "on",
+        ">admin-secret-pw",
+        "~*",
+        "&*",
+        "+@all",
+    ]);
+    let admin_pw = dir.path().join("admin.pw");
+    std::fs::write(&admin_pw, "admin-secret-pw\n").unwrap();
+    let admin = format!("redis://vouch-admin@127.0.0.1:{}", redis.port);
+    let grant_pr = |pr: &str, ttl: &str, out: &Path| {
+        run(vouch()
+            .args(["cache", "grant", "--store", &admin, "--password-file"])
+            .arg(&admin_pw)
+            .args(["--pr", pr, "--base-ref", "main", "--ttl", ttl, "--out"])
+            .arg(out))
+    };
+    let grant = grant_pr("7", "6h", &pw_file);
     assert_eq!(grant.code, 0, "{}", grant.stderr);
     let pr_store = grant.stdout.trim().to_owned();
     assert_eq!(
@@ -340,6 +357,39 @@ fn cache_check_redis_granted_user_passes_trusted_user_fails() {
     // The trusted credential (the push builds'): it can write everything.
     let trusted = check(&["--store".into(), redis.url()]);
     assert_open_at_main(&trusted);
+    // The granted user runs the cache's commands and nothing that reaches other clients.
+    let as_pr = |args: &[&str]| {
+        let out = std::process::Command::new("redis-cli")
+            .args([
+                "-p",
+                &redis.port.to_string(),
+                "--user",
+                "vouch-pr-7",
+                "--pass",
+                &password,
+            ])
+            .arg("--no-auth-warning")
+            .args(args)
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    for denied in [
+        &["CLIENT", "PAUSE", "10"][..],
+        &["CLIENT", "LIST"],
+        &["KEYS", "*"],
+        &["FLUSHALL"],
+        &["SELECT", "1"],
+    ] {
+        assert!(
+            as_pr(denied).contains("NOPERM"),
+            "{denied:?}: {}",
+            as_pr(denied)
+        );
+    }
+    assert!(as_pr(&["SET", "branch/main/x", "p"]).contains("NOPERM"));
+    assert_eq!(as_pr(&["SET", "pr/7/x", "p"]).trim(), "OK");
+    as_pr(&["DEL", "pr/7/x"]);
     // A hand-made credential that may write every branch is caught the same way.
     redis.cli(&[
         "ACL",
@@ -364,11 +414,14 @@ fn cache_check_redis_granted_user_passes_trusted_user_fails() {
         format!("redis://broad:pw-broad@127.0.0.1:{}", redis.port),
     ]);
     assert_open_at_main(&broad);
-    no_secret_in(&[&grant, &good, &trusted, &broad], &[&password, "pw-broad"]);
+    no_secret_in(
+        &[&grant, &good, &trusted, &broad],
+        &[&password, "pw-broad", "admin-secret-pw"],
+    );
     assert_eq!(
         redis.cli(&["--raw", "KEYS", "*"]).trim(),
         "vouch-grants/vouch-pr-7",
-        "probes leave nothing behind (only the grant's expiry marker)"
+        "probes leave nothing behind (only the grant's expiry record)"
     );
 
     // The granted user works through a build's gateway, and writes only pr/7.

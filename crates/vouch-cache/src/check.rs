@@ -23,7 +23,9 @@ pub struct CheckReport {
     pub store: String,
     pub fence: Fence,
     pub probes: Vec<Probe>,
-    /// True only when no forbidden scope accepted (or may have accepted) a write.
+    /// True only when no forbidden scope accepted (or may have accepted) a write, and the own
+    /// scope (if any) did: a credential refused everywhere (expired, mistyped, a skewed
+    /// clock's signature) proves nothing about the fence.
     pub fenced: bool,
 }
 
@@ -37,31 +39,32 @@ pub fn forbidden_scopes(trigger: &Trigger) -> Result<Vec<Scope>, crate::ScopeErr
     if let Some(b) = &trigger.base_ref {
         forbidden.push(Scope::branch(b.strip_prefix("refs/heads/").unwrap_or(b))?);
     }
-    forbidden.push(Scope::pr(trigger.pr.map_or(1, |n| n + 1)));
+    forbidden.push(Scope::pr(trigger.pr.map_or(1, |n| n.saturating_add(1))));
     forbidden.push(Scope::branch("vouch-fence-probe")?);
     forbidden.push("tag/vouch-fence-probe".parse()?);
     Ok(forbidden)
 }
 
-/// Probes `spec`'s credential against `policy` for a build under `trigger`.
+/// Probes `spec`'s credential against `policy` for a build under `trigger`, writing into
+/// `forbidden` (see [`forbidden_scopes`]) where the store can be probed.
 pub async fn check_fence(
     spec: &StoreSpec,
     policy: &ScopePolicy,
     trigger: &Trigger,
+    forbidden: &[Scope],
 ) -> Result<CheckReport, StoreError> {
-    let forbidden = forbidden_scopes(trigger).map_err(|e| StoreError::BadOption {
-        spec: spec.display(),
-        option: "scope".into(),
-        problem: e.to_string(),
-    })?;
     let store = AnyStore::open(spec).await?;
     let probes = match spec.fence() {
-        Fence::Probe => probe(&store, policy, &forbidden).await,
+        Fence::Probe => probe(&store, policy, forbidden).await,
         Fence::Platform => platform(trigger),
     };
-    let fenced = probes
-        .iter()
-        .all(|p| p.may_write || (!p.can_write && !p.inconclusive));
+    let fenced = probes.iter().all(|p| {
+        if p.may_write {
+            p.can_write
+        } else {
+            !p.can_write && !p.inconclusive
+        }
+    });
     Ok(CheckReport {
         store: crate::CacheStore::describe(&store),
         fence: spec.fence(),
@@ -82,8 +85,12 @@ async fn probe(store: &AnyStore, policy: &ScopePolicy, forbidden: &[Scope]) -> V
     let op = store.operator();
     let mut probes = Vec::new();
     for (scope, may_write) in targets {
-        let path = format!("{scope}/{PROBE_KEY}");
-        let written = crate::CacheStore::put(store, &scope, PROBE_KEY, "probe".into()).await;
+        let path = crate::store::object_path(&scope, PROBE_KEY);
+        // Straight to the service: the store's own `put` takes "already exists" as done.
+        let written = store
+            .write(&path, "probe".into())
+            .await
+            .map_err(|e| store.error("write", path.clone(), e));
         let (can_write, inconclusive, detail) = match written {
             Ok(()) => match op.delete(&path).await {
                 Ok(()) => (true, false, "write accepted (probe removed)".to_owned()),

@@ -44,12 +44,12 @@ pub enum Grant {
 }
 
 /// The ACL user of PR `n`.
-pub fn pr_user(n: u64) -> String {
+fn pr_user(n: u64) -> String {
     format!("vouch-pr-{n}")
 }
 
-/// Marks a live grant; the user is removed by the first grant after it expires. Outside the
-/// scope namespace, so no build's key pattern reaches it.
+/// Records a grant's expiry (unix seconds); the user is removed by the first grant after it.
+/// Outside the scope namespace, so no build's key pattern reaches it.
 fn marker(user: &str) -> String {
     format!("vouch-grants/{user}")
 }
@@ -105,7 +105,7 @@ fn object_prefix(prefix: &str, scope: &Scope) -> String {
 /// Read the read scopes, write (and delete, so `cache check` can remove its probe) the write
 /// scope. `s3:ListBucket` limited to those prefixes: without it AWS answers a missing key with
 /// 403 instead of 404, and a miss would look like a refusal.
-pub fn s3_policy(bucket: &str, prefix: &str, write: &Scope, read: &[Scope]) -> serde_json::Value {
+fn s3_policy(bucket: &str, prefix: &str, write: &Scope, read: &[Scope]) -> serde_json::Value {
     let objects = |scopes: &[&Scope]| -> Vec<String> {
         scopes
             .iter()
@@ -145,7 +145,7 @@ pub fn s3_policy(bucket: &str, prefix: &str, write: &Scope, read: &[Scope]) -> s
 /// Conditional bucket IAM bindings (policy version 3): `objectUser` on the write prefix (it
 /// includes delete, so the probe can be removed; `objectCreator` cannot delete), `objectViewer`
 /// on each read prefix. `member` is a placeholder for the PR job's identity.
-pub fn gcs_bindings(
+fn gcs_bindings(
     bucket: &str,
     prefix: &str,
     pr: u64,
@@ -230,19 +230,36 @@ async fn redis_grant(
         acl.arg(format!("%R~{s}/*"));
     }
     // What OpenDAL's Redis service sends (GET, GETRANGE, EXISTS+STRLEN for stat, SET/SETEX,
-    // DEL), and what a client sends on connecting.
-    acl.arg("resetchannels").arg("-@all").arg("+@connection");
-    for c in ["get", "getrange", "strlen", "exists", "set", "setex", "del"] {
+    // DEL), and what a client sends on connecting — nothing more: `+@connection` would also
+    // allow CLIENT PAUSE/KILL/LIST on the shared server.
+    acl.arg("resetchannels").arg("-@all");
+    let mut commands = vec![
+        "auth",
+        "hello",
+        "ping",
+        "client|setname",
+        "get",
+        "getrange",
+        "strlen",
+        "exists",
+        "set",
+        "setex",
+        "del",
+    ];
+    if r.db.is_some() {
+        commands.push("select");
+    }
+    for c in commands {
         acl.arg(format!("+{c}"));
     }
     acl.query_async::<()>(&mut c)
         .await
         .map_err(err("ACL SETUSER was refused (the admin user needs +acl)"))?;
+    // The expiry as a plain value, not a key TTL: under a `volatile-*` eviction policy keys
+    // with a TTL go first, and a lost marker would revoke a live grant.
     redis::cmd("SET")
         .arg(marker(&user))
-        .arg(write.as_str())
-        .arg("EX")
-        .arg(ttl.as_secs().max(1))
+        .arg(now_secs() + ttl.as_secs().max(1))
         .query_async::<()>(&mut c)
         .await
         .map_err(err("cannot record the grant's expiry"))?;
@@ -258,23 +275,79 @@ async fn redis_grant(
     })
 }
 
-/// Deletes every `vouch-pr-*` user whose grant marker has expired: Redis ACL users have no
-/// TTL of their own.
+fn now_secs() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// Whether `user` is one `grant` made (`vouch-pr-<digits>`), so the sweep never touches a
+/// hand-made user that merely shares the prefix.
+fn granted_user(user: &str) -> bool {
+    user.strip_prefix("vouch-pr-")
+        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// Deletes every granted user whose expiry has passed (or whose record is gone): Redis ACL
+/// users have no TTL of their own, so a grant lives until the next grant after its expiry.
 async fn sweep(c: &mut redis::aio::MultiplexedConnection) -> redis::RedisResult<()> {
     let users: Vec<String> = redis::cmd("ACL").arg("USERS").query_async(c).await?;
-    for user in users.iter().filter(|u| u.starts_with("vouch-pr-")) {
-        let live: bool = redis::cmd("EXISTS")
-            .arg(marker(user))
-            .query_async(c)
-            .await?;
-        if !live {
+    let now = now_secs();
+    for user in users.iter().filter(|u| granted_user(u)) {
+        let expires: Option<u64> = redis::cmd("GET").arg(marker(user)).query_async(c).await?;
+        if expires.is_none_or(|t| t <= now) {
             redis::cmd("ACL")
                 .arg("DELUSER")
                 .arg(user)
+                .query_async::<()>(c)
+                .await?;
+            redis::cmd("DEL")
+                .arg(marker(user))
                 .query_async::<()>(c)
                 .await?;
             tracing::info!(%user, "removed an expired per-PR cache user");
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_granted_users_are_swept() {
+        for (u, want) in [
+            ("vouch-pr-7", true),
+            ("vouch-pr-12345", true),
+            ("vouch-pr-", false),
+            ("vouch-pr-admin", false),
+            ("vouch-pr-7x", false),
+            ("default", false),
+        ] {
+            assert_eq!(granted_user(u), want, "{u}");
+        }
+    }
+
+    #[test]
+    fn s3_policy_with_and_without_a_prefix() {
+        let read = [Scope::pr(7), Scope::branch("main").unwrap()];
+        let p = s3_policy("b", "", &Scope::pr(7), &read);
+        assert_eq!(
+            p["Statement"][1]["Resource"],
+            json!(["arn:aws:s3:::b/pr/7/*"])
+        );
+        assert_eq!(
+            p["Statement"][2]["Condition"]["StringLike"]["s3:prefix"],
+            json!(["pr/7/*", "branch/main/*"])
+        );
+        let p = s3_policy("b", "ci/vouch", &Scope::pr(7), &read);
+        assert_eq!(
+            p["Statement"][0]["Resource"],
+            json!([
+                "arn:aws:s3:::b/ci/vouch/pr/7/*",
+                "arn:aws:s3:::b/ci/vouch/branch/main/*"
+            ])
+        );
+    }
 }

@@ -17,7 +17,7 @@ pub use gateway::{
     DEFAULT_MAX_ENTRY, GatewayError, GatewayStats, LayerStats, RunningGateway, Secret, router,
 };
 pub use gateway_url::{GatewayUrl, UrlError};
-pub use grant::{Grant, GrantError, gcs_bindings, grant, pr_user, s3_policy};
+pub use grant::{Grant, GrantError, grant};
 pub use scope::{Scope, ScopeError, ScopePolicy, Trigger};
 pub use store::{AnyStore, CacheStore, Fence, StoreError, StoreSpec, check_key};
 pub use tools::{Tool, ToolError, ToolSession, ToolStats, read_tool_stats, tool_env};

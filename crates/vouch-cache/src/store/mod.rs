@@ -111,7 +111,7 @@ pub struct AnyStore {
     display: String,
 }
 
-fn object_path(scope: &Scope, key: &str) -> String {
+pub(crate) fn object_path(scope: &Scope, key: &str) -> String {
     format!("{scope}/{key}")
 }
 
@@ -125,13 +125,29 @@ impl AnyStore {
         &self.op
     }
 
-    fn error(&self, operation: &'static str, path: String, source: opendal::Error) -> StoreError {
+    pub(crate) fn error(
+        &self,
+        operation: &'static str,
+        path: String,
+        source: opendal::Error,
+    ) -> StoreError {
         StoreError::Backend {
             backend: self.backend.name,
             operation,
             path,
             source: Box::new(source),
         }
+    }
+
+    /// One write of `path`, as the service answers it.
+    pub(crate) async fn write(&self, path: &str, data: Bytes) -> Result<(), opendal::Error> {
+        let mut write = self.op.write_with(path, data);
+        // Entries are opaque bytes; object stores that record a type get the one that says so
+        // (GCS would otherwise store none and answer with a null type).
+        if self.op.info().capability().write_with_content_type {
+            write = write.content_type("application/octet-stream");
+        }
+        write.await.map(|_| ())
     }
 
     /// Whether `e` says the credential may not do what was asked (as opposed to the service
@@ -165,14 +181,8 @@ impl CacheStore for AnyStore {
 
     async fn put(&self, scope: &Scope, key: &str, data: Bytes) -> Result<(), StoreError> {
         let path = object_path(scope, key);
-        let mut write = self.op.write_with(&path, data);
-        // Entries are opaque bytes; object stores that record a type get the one that says so
-        // (GCS would otherwise store none and answer with a null type).
-        if self.op.info().capability().write_with_content_type {
-            write = write.content_type("application/octet-stream");
-        }
-        match write.await {
-            Ok(_) => Ok(()),
+        match self.write(&path, data).await {
+            Ok(()) => Ok(()),
             // Immutable stores (the GitHub cache) refuse a second write of a key. Every key a
             // compiler cache writes names its content, so the entry already there is this one.
             Err(e) if e.kind() == ErrorKind::AlreadyExists => Ok(()),

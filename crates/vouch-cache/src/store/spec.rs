@@ -23,19 +23,21 @@ impl std::fmt::Debug for StoreSpec {
     }
 }
 
-/// `spec` with any `user:password@` cut out, for messages.
+/// `spec` with any password cut out, for messages. A spec that does not parse as a URL
+/// (a password with `/` or `?` in it breaks the authority) loses everything up to its last
+/// `@`, which is where a password would end.
 pub(crate) fn redact(spec: &str) -> String {
-    match spec.split_once("://") {
-        Some((scheme, rest)) => {
-            let (authority, tail) = rest.split_at(rest.find(['/', '?']).unwrap_or(rest.len()));
-            match authority.rsplit_once('@') {
-                Some((user, host)) => {
-                    let user = user.split_once(':').map_or(user, |(u, _)| u);
-                    format!("{scheme}://{user}@{host}{tail}")
-                }
-                None => spec.to_owned(),
-            }
+    let Some((scheme, rest)) = spec.split_once("://") else {
+        return spec.to_owned();
+    };
+    if let Ok(mut u) = url::Url::parse(spec) {
+        if u.password().is_some() {
+            let _ = u.set_password(None);
         }
+        return u.to_string();
+    }
+    match rest.rsplit_once('@') {
+        Some((_, host)) => format!("{scheme}://…@{host}"),
         None => spec.to_owned(),
     }
 }
@@ -182,7 +184,7 @@ mod tests {
             ),
             (
                 "s3://bucket?endpoint=localhost:9000",
-                "store \"s3://bucket?endpoint=localhost:9000\": option \"endpoint\" must be an http:// or https:// URL",
+                "store \"s3://bucket?endpoint=localhost:9000\": option \"endpoint\" must be an http:// or https:// URL without user info",
             ),
             (
                 "gs://?endpoint=http://x",
@@ -196,6 +198,37 @@ mod tests {
         for (spec, want) in cases {
             assert_eq!(StoreSpec::parse(spec).unwrap_err().to_string(), want);
         }
+    }
+
+    #[test]
+    fn redaction_never_shows_a_password() {
+        for (spec, want) in [
+            ("redis://u:pw@h:6379/1", "redis://u@h:6379/1"),
+            ("redis://u:ab/cd@h:6379", "redis://…@h:6379"),
+            ("redis://u:a?b@h:6379", "redis://…@h:6379"),
+            ("redis://:pw@h:1", "redis://h:1"),
+            ("s3://b/p?region=r", "s3://b/p?region=r"),
+            ("/srv/cache", "/srv/cache"),
+        ] {
+            assert_eq!(redact(spec), want, "{spec}");
+        }
+        let err = StoreSpec::parse("redis://u:ab/cd@h:6379")
+            .unwrap_err()
+            .to_string();
+        assert!(!err.contains("ab/cd"), "{err}");
+    }
+
+    #[test]
+    fn scheme_typos_are_not_directories() {
+        for spec in ["redis:h:6379", "s3:/bucket", "gs:bucket"] {
+            let err = StoreSpec::parse(spec).unwrap_err().to_string();
+            assert!(err.contains("expected a directory path"), "{spec}: {err}");
+        }
+        assert_eq!(
+            StoreSpec::parse("C:\\cache").unwrap().backend(),
+            "directory"
+        );
+        assert_eq!(StoreSpec::parse("./gha").unwrap().backend(), "directory");
     }
 
     #[test]

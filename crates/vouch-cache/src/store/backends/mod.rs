@@ -128,8 +128,18 @@ impl<'a> Location<'a> {
             if !allowed.contains(&k.as_ref()) {
                 return Err(self.bad(&k, format!("is not one of {}", allowed.join(", "))));
             }
-            if k == "endpoint" && !(v.starts_with("http://") || v.starts_with("https://")) {
-                return Err(self.bad(&k, "must be an http:// or https:// URL"));
+            if k == "endpoint" {
+                let ok = url::Url::parse(&v).is_ok_and(|u| {
+                    matches!(u.scheme(), "http" | "https")
+                        && u.username().is_empty()
+                        && u.password().is_none()
+                });
+                if !ok {
+                    // Credentials go in the password file, never in a URL that is shown.
+                    return Err(
+                        self.bad(&k, "must be an http:// or https:// URL without user info")
+                    );
+                }
             }
             if out.insert(k.clone().into_owned(), v.into_owned()).is_some() {
                 return Err(self.bad(&k, "is given twice"));
