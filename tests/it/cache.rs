@@ -433,7 +433,7 @@ fn cache_check_redis_granted_user_passes_trusted_user_fails() {
     let c = reqwest::Client::new();
     let (code, _) = request(&c, "PUT", &format!("{}/kv/k", served.url), Some("v"));
     assert_eq!(code, 201);
-    assert_eq!(redis.cli(&["--raw", "GET", "pr/7/kv/k"]).trim(), "v");
+    assert_eq!(redis.cli(&["--raw", "GET", "pr/7/@/kv/k"]).trim(), "v");
 
     // Expiry: a grant's user outlives its marker only until the next grant sweeps it.
     redis.cli(&["DEL", "vouch-grants/vouch-pr-7"]);
@@ -490,7 +490,7 @@ fn cache_check_s3_granted_policy_passes_trusted_fails_on_moto() {
         r#"{"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "s3:*", "Resource": ["arn:aws:s3:::vouch-cache", "arn:aws:s3:::vouch-cache/*"]}]}"#,
     );
     moto.boto(
-        r#"s3.put_object(Bucket="vouch-cache", Key="vouch/branch/main/kv/k", Body=b"main")"#,
+        r#"s3.put_object(Bucket="vouch-cache", Key="vouch/branch/main/@/kv/k", Body=b"main")"#,
         &[],
     );
     moto.enforce_iam();
@@ -517,7 +517,7 @@ fn cache_check_s3_granted_policy_passes_trusted_fails_on_moto() {
     no_secret_in(&[&good, &bad], &[&pr7.1, &trusted.1]);
     assert_eq!(
         moto.keys(),
-        ["branch/main/kv/k"],
+        ["branch/main/@/kv/k"],
         "probes leave nothing behind"
     );
 
@@ -544,7 +544,7 @@ fn cache_check_s3_granted_policy_passes_trusted_fails_on_moto() {
         request(&c, "PUT", &format!("{}/kv/n", served.url), Some("x")).0,
         201
     );
-    assert_eq!(moto.keys(), ["branch/main/kv/k", "pr/7/kv/n"]);
+    assert_eq!(moto.keys(), ["branch/main/@/kv/k", "pr/7/@/kv/n"]);
 }
 
 /// GCS: the emulator has no IAM (every write is accepted), so `cache check` must find the
@@ -675,10 +675,10 @@ fn gateway_bounds_entries_and_layers_reads() {
     assert_eq!(stats["layers"][0]["hits"], 1);
     assert_eq!(stats["layers"][1]["hits"], 1);
     assert!(
-        store.join("pr/7/ccache/bb/pr-only").is_file()
-            && store.join("branch/main/ccache/aa/small").is_file()
+        store.join("pr/7/@/ccache/bb/pr-only").is_file()
+            && store.join("branch/main/@/ccache/aa/small").is_file()
     );
-    assert!(!store.join("branch/main/ccache/aa/big").exists());
+    assert!(!store.join("branch/main/@/ccache/aa/big").exists());
     let md = run(vouch().args(["cache", "stats", "--markdown", "--url", &pr.url]));
     assert_eq!(md.code, 0, "{}", md.stderr);
     insta::assert_snapshot!(md.stdout, @r"
@@ -1003,7 +1003,7 @@ fn issue12_serve_refuses_non_loopback_listen() {
 fn issue12_gateway_refuses_requests_without_the_secret() {
     let dir = tempdir();
     let store = dir.path().join("store");
-    let known = store.join("branch/main/ccache/aa/known");
+    let known = store.join("branch/main/@/ccache/aa/known");
     std::fs::create_dir_all(known.parent().unwrap()).unwrap();
     std::fs::write(&known, "trusted entry").unwrap();
     let served = serve(dir.path(), &store, TRUSTED);
@@ -1054,7 +1054,7 @@ fn issue12_gateway_refuses_requests_without_the_secret() {
     }
     assert_eq!(
         dir_entries(&store),
-        ["branch/main/ccache/aa/known"],
+        ["branch/main/@/ccache/aa/known"],
         "a request without the secret wrote to the store"
     );
     assert_eq!(std::fs::read_to_string(&known).unwrap(), "trusted entry");
@@ -1101,10 +1101,10 @@ fn issue12_read_only_triggers_refuse_put() {
             let store_dir = dir.path().join("store");
             let store = if on_redis {
                 redis.cli(&["FLUSHALL"]);
-                redis.cli(&["SET", "branch/main/ccache/aa/known", "trusted entry"]);
+                redis.cli(&["SET", "branch/main/@/ccache/aa/known", "trusted entry"]);
                 redis.url()
             } else {
-                let known = store_dir.join("branch/main/ccache/aa/known");
+                let known = store_dir.join("branch/main/@/ccache/aa/known");
                 std::fs::create_dir_all(known.parent().unwrap()).unwrap();
                 std::fs::write(&known, "trusted entry").unwrap();
                 store_dir.display().to_string()
@@ -1136,23 +1136,24 @@ fn issue12_read_only_triggers_refuse_put() {
             if on_redis {
                 assert_eq!(
                     redis.cli(&["--raw", "KEYS", "*"]).trim(),
-                    "branch/main/ccache/aa/known",
+                    "branch/main/@/ccache/aa/known",
                     "{what}: a new entry was written"
                 );
                 assert_eq!(
                     redis
-                        .cli(&["--raw", "GET", "branch/main/ccache/aa/known"])
+                        .cli(&["--raw", "GET", "branch/main/@/ccache/aa/known"])
                         .trim(),
                     "trusted entry"
                 );
             } else {
                 assert_eq!(
                     dir_entries(&store_dir),
-                    ["branch/main/ccache/aa/known"],
+                    ["branch/main/@/ccache/aa/known"],
                     "{what}: a new entry was written"
                 );
                 assert_eq!(
-                    std::fs::read_to_string(store_dir.join("branch/main/ccache/aa/known")).unwrap(),
+                    std::fs::read_to_string(store_dir.join("branch/main/@/ccache/aa/known"))
+                        .unwrap(),
                     "trusted entry"
                 );
             }

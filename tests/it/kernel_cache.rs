@@ -243,14 +243,14 @@ fn kv_endpoint_reads_through_scopes_writes_only_its_own_and_enforces_limits() {
     assert_eq!(
         store_files(&store),
         [
-            "branch/main/ccache/k/cc.cubin",
-            "branch/main/kv/k/main.cubin",
-            "pr/7/kv/k/main.cubin",
-            "pr/7/kv/k/pr.cubin",
+            "branch/main/@/ccache/k/cc.cubin",
+            "branch/main/@/kv/k/main.cubin",
+            "pr/7/@/kv/k/main.cubin",
+            "pr/7/@/kv/k/pr.cubin",
         ]
     );
     assert_eq!(
-        std::fs::read_to_string(store.join("branch/main/kv/k/main.cubin")).unwrap(),
+        std::fs::read_to_string(store.join("branch/main/@/kv/k/main.cubin")).unwrap(),
         "main's"
     );
     let s = stats(&p.url);
@@ -315,7 +315,7 @@ fn cupy_kernel_cache_with_the_real_cupy_module_pr_writes_only_pr7_and_trusted_ne
     assert!(!err.contains("WARNING"), "{err}");
     assert_eq!(
         store_files(&store),
-        [format!("branch/main/kv/{ns}/main.cubin")]
+        [format!("branch/main/@/kv/{ns}/main.cubin")]
     );
 
     // A PR's test run (`--event pull_request --pr 7 --base-ref main`), with an empty local
@@ -352,20 +352,20 @@ fn cupy_kernel_cache_with_the_real_cupy_module_pr_writes_only_pr7_and_trusted_ne
     assert_eq!(
         store_files(&store),
         [
-            format!("branch/main/kv/{ns}/main.cubin"),
-            format!("pr/7/kv/{ns}/main.cubin"),
-            format!("pr/7/kv/{ns}/new.cubin"),
+            format!("branch/main/@/kv/{ns}/main.cubin"),
+            format!("pr/7/@/kv/{ns}/main.cubin"),
+            format!("pr/7/@/kv/{ns}/new.cubin"),
         ]
     );
     assert_entry(
-        &store.join(format!("branch/main/kv/{ns}/main.cubin")),
+        &store.join(format!("branch/main/@/kv/{ns}/main.cubin")),
         "main's kernel",
     );
     assert_entry(
-        &store.join(format!("pr/7/kv/{ns}/new.cubin")),
+        &store.join(format!("pr/7/@/kv/{ns}/new.cubin")),
         "the PR's kernel",
     );
-    assert_entry(&store.join(format!("pr/7/kv/{ns}/main.cubin")), "poison");
+    assert_entry(&store.join(format!("pr/7/@/kv/{ns}/main.cubin")), "poison");
     let s = stats(&pr.url);
     assert_eq!((&s["writes"], &s["misses"]), (&json!(2), &json!(1)));
     assert_eq!(

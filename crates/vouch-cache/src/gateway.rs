@@ -6,7 +6,7 @@
 //! namespace inside a scope: `sccache/…`, `ccache/…`, and `kv/<key>`, the plain key/value
 //! endpoint for anything that is neither (CuPy's kernel cache,
 //! `pyproject-templates/cupy/kernel_cache/`). A kv key therefore lands at
-//! `<scope>/kv/<key>` and can never read or overwrite a compiler cache's entry, whatever the
+//! `<scope>/@/kv/<key>` and can never read or overwrite a compiler cache's entry, whatever the
 //! key is. Every namespace gets the same scopes, key rule ([`check_key`]), size cap and
 //! counters, because it is the same handler: there is no per-namespace code to drift apart.
 //!

@@ -1,5 +1,5 @@
 //! Backing stores, all on Apache OpenDAL (the storage layer sccache itself uses). An entry
-//! lives at `<prefix>/<scope>/<key>`; a store never decides scopes, the gateway does.
+//! lives at `<prefix>/<scope>/@/<key>`; a store never decides scopes, the gateway does.
 //!
 //! A store is named by one URL, parsed in [`StoreSpec`]; each backend is one module under
 //! `backends/` (its URL form, the secret it takes, how its credential is fenced, its limits).
@@ -111,9 +111,15 @@ pub struct AnyStore {
     display: String,
 }
 
+/// Where an entry lives: `<scope>/@/<key>`. The `@` segment cannot occur in a scope (scope
+/// names are `[A-Za-z0-9._/-]`) nor in a key, so no scope's entries can be another's: without
+/// it the branch `main/kv` (scope `branch/main/kv`) would write exactly the keys main reads
+/// under `kv/`.
 pub(crate) fn object_path(scope: &Scope, key: &str) -> String {
-    format!("{scope}/{key}")
+    format!("{scope}/{SEPARATOR}/{key}")
 }
+
+const SEPARATOR: &str = "@";
 
 impl AnyStore {
     /// The store `spec` names, with its secret.

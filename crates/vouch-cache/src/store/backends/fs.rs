@@ -1,6 +1,6 @@
 //! A directory: the store for one machine, or a mount several share.
 //!
-//! Limits: entries are files under `<root>/<scope>/<key>`, written to `<root>/.vouch-tmp` and
+//! Limits: entries are files under `<root>/<scope>/@/<key>`, written to `<root>/.vouch-tmp` and
 //! renamed into place, so a reader never sees a short entry; the temp directory sits under the
 //! root so the rename never crosses a filesystem. Who may write what is up to file modes,
 //! which `cache check` probes like any credential.

@@ -158,7 +158,7 @@ impl<'a> Location<'a> {
     }
 }
 
-/// `prefix` as an OpenDAL root (`/` for none): entries then live at `<prefix>/<scope>/<key>`.
+/// `prefix` as an OpenDAL root (`/` for none): entries then live at `<prefix>/<scope>/@/<key>`.
 fn root(prefix: &str) -> String {
     format!("/{prefix}")
 }

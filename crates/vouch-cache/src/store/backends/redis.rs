@@ -1,7 +1,7 @@
 //! Redis: one store every runner shares, fenced by ACL users (`cache grant` makes one per PR).
 //!
 //! Limits: an entry is one string (512 MB at most), written with one SET, so it is atomic.
-//! Keys are `<scope>/<key>` with no prefix, so an ACL key pattern such as `~pr/7/*` is the
+//! Keys are `<scope>/@/<key>` with no prefix, so an ACL key pattern such as `~pr/7/*` is the
 //! fence. Redis evicts by its own `maxmemory-policy`; set one, or the cache grows until writes
 //! fail.
 
