@@ -121,6 +121,10 @@ impl StoreSpec {
         opendal::install_default();
         let location = self.location()?;
         let (op, display) = (self.backend.build)(&location)?;
+        // A blackholed endpoint (a dropped route, a TCP connection stuck in ESTAB) would
+        // otherwise hang every compile waiting on the gateway: 60 s per call, 10 s per read or
+        // write of a body chunk (OpenDAL's defaults).
+        let op = op.layer(opendal::layers::TimeoutLayer::new());
         Ok(AnyStore {
             op,
             backend: self.backend,
