@@ -167,22 +167,7 @@ impl GhaCacheBuilder {
             // Uploads are as large as the client makes them (toolkit: 128 MiB in one Put Blob).
             .layer(DefaultBodyLimit::disable())
             .with_state(shared.clone());
-        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-        let thread = std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .unwrap();
-            rt.block_on(async move {
-                let l = tokio::net::TcpListener::from_std(listener).unwrap();
-                axum::serve(l, app)
-                    .with_graceful_shutdown(async {
-                        let _ = rx.await;
-                    })
-                    .await
-                    .unwrap();
-            });
-        });
+        let (tx, thread) = crate::serve_on_thread(listener, app);
         GhaCache {
             url,
             shared,

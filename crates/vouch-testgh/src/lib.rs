@@ -410,22 +410,7 @@ impl FakeGithub {
             .route("/repos/{o}/{r}/actions/artifacts/{id}/{fmt}", get(download))
             .route("/blob/{id}", get(blob))
             .with_state(st);
-        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-        let thread = std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .unwrap();
-            rt.block_on(async move {
-                let l = tokio::net::TcpListener::from_std(listener).unwrap();
-                axum::serve(l, app)
-                    .with_graceful_shutdown(async {
-                        let _ = rx.await;
-                    })
-                    .await
-                    .unwrap();
-            });
-        });
+        let (tx, thread) = serve_on_thread(listener, app);
         FakeGithub {
             url,
             store,
@@ -461,4 +446,32 @@ impl Drop for FakeGithub {
             let _ = t.join();
         }
     }
+}
+
+/// Serves `app` on `listener` from a thread of its own until the sender is used or dropped:
+/// every double here runs this way, so a test's own runtime never has to host it.
+pub(crate) fn serve_on_thread(
+    listener: std::net::TcpListener,
+    app: axum::Router,
+) -> (
+    tokio::sync::oneshot::Sender<()>,
+    std::thread::JoinHandle<()>,
+) {
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    let thread = std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async move {
+            let l = tokio::net::TcpListener::from_std(listener).unwrap();
+            axum::serve(l, app)
+                .with_graceful_shutdown(async {
+                    let _ = rx.await;
+                })
+                .await
+                .unwrap();
+        });
+    });
+    (tx, thread)
 }
