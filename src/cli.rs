@@ -125,8 +125,9 @@ pub struct ToolEnvArgs {
 pub struct BuildEnvArgs {
     #[command(flatten)]
     pub tools: ToolEnvArgs,
-    /// Fixed directory the source is copied to and built in [default: <cache-dir>/work];
-    /// locked while a build runs. vouch empties it only if it made it (or it is empty), and
+    /// Fixed directory the source is copied to and built in [default: /tmp/vouch-build/work,
+    /// the same for every user and machine, which CUDA wheels need to reproduce]; locked
+    /// while a build runs. vouch empties it only if it made it (or it is empty), and
     /// never when it holds or lies inside the source or the output.
     #[arg(long, env = "VOUCH_WORK_DIR", value_name = "DIR")]
     pub work_dir: Option<PathBuf>,

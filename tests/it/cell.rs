@@ -227,7 +227,7 @@ fn toolchain_archive_with_wrong_sha256_is_refused_and_nothing_is_installed() {
     std::fs::write(
         &profile,
         text.replace(
-            "b5895f63303dcd4a5ab7933e7602ba81df4118abef8c029ca546984616e8972a",
+            "c25b3e9842d35a13725de0e1fa906b6684cbde07179221db6e337f17ad794c94",
             "0000000000000000000000000000000000000000000000000000000000000000",
         ),
     )
@@ -241,7 +241,7 @@ fn toolchain_archive_with_wrong_sha256_is_refused_and_nothing_is_installed() {
     assert_exit(
         &r,
         15,
-        "minicuda-13.0-linux-x86_64-archive.tar.xz: sha256 is b5895f63",
+        "minicuda-13.0-linux-x86_64-archive.tar.xz: sha256 is c25b3e98",
     );
     assert!(r.stderr.contains("expected 0000000000"), "{}", r.stderr);
     // Only the per-key lock file may be left: no tree, no staging directory.
@@ -294,7 +294,7 @@ fn toolchain_from_pinned_wheels_is_laid_out_fixed_up_and_reused() {
     let text = std::fs::read_to_string(fixture().join("vouch.toml"))
         .unwrap()
         .replace(
-            "archives = [\n  { url = \"minicuda-13.0-linux-x86_64-archive.tar.xz\", sha256 = \"b5895f63303dcd4a5ab7933e7602ba81df4118abef8c029ca546984616e8972a\" },\n]",
+            "archives = [\n  { url = \"minicuda-13.0-linux-x86_64-archive.tar.xz\", sha256 = \"c25b3e9842d35a13725de0e1fa906b6684cbde07179221db6e337f17ad794c94\" },\n]",
             "wheels = \"cuda.txt\"\nroot = \"nvidia/cu13\"",
         );
     assert!(text.contains("wheels = \"cuda.txt\""));
@@ -518,7 +518,7 @@ fn toolchain_archive_by_url_is_downloaded_checked_and_unpacked() {
     assert_eq!(j["components"][0]["file"], archive);
     assert_eq!(
         j["components"][0]["sha256"],
-        "b5895f63303dcd4a5ab7933e7602ba81df4118abef8c029ca546984616e8972a"
+        "c25b3e9842d35a13725de0e1fa906b6684cbde07179221db6e337f17ad794c94"
     );
     assert_eq!(
         j["nvcc"],
@@ -619,5 +619,74 @@ fn issue12_toolchain_rewritten_in_place_is_reinstalled_not_reused() {
             .unwrap()
             .contains("/trusted/toolchains/"),
         "{trusted}"
+    );
+}
+
+/// `vouch build --cell` without a compiler cache, with its own `VOUCH_CACHE_DIR`.
+fn build_cell_uncached(
+    profile: &Path,
+    source: &Path,
+    out: &Path,
+    cache: &Path,
+    extra: &[&str],
+) -> Run {
+    run(vouch()
+        .env("VOUCH_CACHE_DIR", cache)
+        .args(["build", "--json", "--cell", &cell(), "--profile"])
+        .arg(profile)
+        .arg("--source")
+        .arg(source)
+        .arg("--out")
+        .arg(out)
+        .args(extra))
+}
+
+/// The fixture's nvcc, like the real one, names a module after the absolute path of the `.cu`
+/// it compiles. Builds under two cache directories (so two toolkit locations, two venvs), one
+/// through ccache and one without, give one wheel: the source is compiled at the canonical
+/// work path, not under the cache directory. A build told to work elsewhere gives another
+/// wheel, which shows the fixture would catch a build path leaking in.
+#[test]
+fn issue16_cuda_wheel_is_one_digest_across_cache_dirs_with_and_without_ccache() {
+    let dir = tempdir();
+    let profile = fixture().join("vouch.toml");
+    let source = dir.path().join("checkout/minicupy");
+    copy_dir(&fixture().join("source"), &source);
+
+    let cached = build_cell(
+        &profile,
+        &source,
+        &dir.path().join("a"),
+        &dir.path().join("store"),
+        &[],
+    );
+    assert_eq!(cached.code, 0, "{}", cached.stderr);
+    let cached = cached.json();
+    let other_cache = dir.path().join("another-user/.cache/vouch");
+    let plain = build_cell_uncached(&profile, &source, &dir.path().join("b"), &other_cache, &[]);
+    assert_eq!(plain.code, 0, "{}", plain.stderr);
+    let plain = plain.json();
+    assert!(
+        plain["cache"].is_null() || plain["cache"]["compiler_cache"].is_null(),
+        "{plain}"
+    );
+    assert_ne!(
+        cached["toolchain"]["cuda_path"],
+        plain["toolchain"]["cuda_path"]
+    );
+    assert_eq!(cached["sha256"], plain["sha256"], "{cached}\n{plain}");
+
+    let moved = build_cell_uncached(
+        &profile,
+        &source,
+        &dir.path().join("c"),
+        &other_cache,
+        &["--work-dir", dir.path().join("elsewhere").to_str().unwrap()],
+    );
+    assert_eq!(moved.code, 0, "{}", moved.stderr);
+    assert_ne!(
+        moved.json()["sha256"],
+        plain["sha256"],
+        "the module id follows the path"
     );
 }

@@ -121,11 +121,8 @@ pub fn rebuild(job: Rebuild<'_>, reporter: &dyn Reporter) -> Result<RebuildRepor
         .map_err(RebuildError::Scratch)?;
     options.out_dir = scratch.path().join("out");
     options.source_date_epoch = epoch;
-    // A CUDA wheel reproduces only at its original build path: the caller's work directory
-    // sets it; only without one does the rebuild get a private directory of its own.
-    if options.work_dir.is_none() {
-        options.work_dir = Some(scratch.path().join("work"));
-    }
+    // No work directory of its own: the canonical one is where the release was built, and a
+    // CUDA wheel reproduces only there (see `vouch_build::canonical_work_dir`).
     // Someone else's release runs its own build code: never next to a trusted build's tools.
     options.trust = vouch_build::TrustLevel::Untrusted;
     let name = wheel

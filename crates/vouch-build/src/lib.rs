@@ -35,9 +35,10 @@ pub struct BuildOptions {
     pub env: Vec<(String, String)>,
     /// A compiler launcher (`ccache`, `sccache`) put in front of the C and C++ compilers.
     pub launcher: Option<PathBuf>,
-    /// Where the source is copied and built [default: `<cache_dir>/work`]. The path is fixed
-    /// (and locked while a build runs) so compiler-cache keys, which see the paths in the
-    /// prefix-map flags, match from build to build.
+    /// Where the source is copied and built [default: [`canonical_work_dir`]]. The path is
+    /// fixed (and locked while a build runs) so compiler-cache keys, which see the paths in
+    /// the prefix-map flags, match from build to build, and so paths no prefix map reaches
+    /// (nvcc's module ids) are the same on every machine.
     pub work_dir: Option<PathBuf>,
     /// Directories put first on the build's `PATH` (a toolkit's `bin`).
     pub path_prepend: Vec<PathBuf>,
@@ -190,6 +191,34 @@ fn compilers(python: &Path) -> Result<(String, String), BuildError> {
     Ok((cc, cxx))
 }
 
+/// The parent of [`canonical_work_dir`]: fixed, not derived from the user, the cache
+/// directory or the checkout.
+#[cfg(unix)]
+const CANONICAL_ROOT: &str = "/tmp/vouch-build";
+#[cfg(windows)]
+const CANONICAL_ROOT: &str = r"C:\vouch-build";
+
+/// The directory every build uses unless told otherwise: `/tmp/vouch-build/work`
+/// (`C:\vouch-build\work` on Windows), locked while a build runs.
+///
+/// It is one fixed path because not every path in a build can be mapped away. nvcc names a
+/// `.cu` file's anonymous-namespace and `static` symbols after a hash of the source's
+/// absolute path (`_ZN36_GLOBAL__N__3cd2de6e_4_k_cu_…`; cudafe++ gets it as
+/// `--orig_src_path_name`), and `-ffile-prefix-map` does not reach it. Measured with nvcc
+/// 13.0: one `.cu` compiled from two directories gives two objects; compiled from one
+/// directory by two copies of the toolkit in different places, one object. So the source's
+/// location decides, and only a build directory that is the same for every user, cache
+/// directory and machine makes a CUDA wheel anyone can rebuild. The parent is made 0700 and
+/// must belong to this user (see [`vouch_fs::owned_private_dir`]).
+pub fn canonical_work_dir() -> Result<PathBuf, BuildError> {
+    let root = Path::new(CANONICAL_ROOT);
+    vouch_fs::owned_private_dir(root).map_err(|source| BuildError::Io {
+        path: root.to_owned(),
+        source,
+    })?;
+    Ok(root.join("work"))
+}
+
 /// Builds one wheel of the project at `options.source` and writes the normalized wheel to
 /// `options.out_dir`.
 pub fn build_wheel(options: &BuildOptions) -> Result<BuildOutput, BuildError> {
@@ -223,10 +252,10 @@ pub fn build_wheel(options: &BuildOptions) -> Result<BuildOutput, BuildError> {
         options.seal_key.as_deref(),
     )?;
 
-    let work_root = options
-        .work_dir
-        .clone()
-        .unwrap_or_else(|| options.cache_dir.join("work"));
+    let work_root = match &options.work_dir {
+        Some(w) => w.clone(),
+        None => canonical_work_dir()?,
+    };
     let work = workdir::WorkDir::lock(&work_root, &[&given, &options.out_dir])?;
     let venv = sealed.instantiate(&work.root().join("venv"))?;
     let tree = work.root().join("src");

@@ -106,6 +106,51 @@ pub fn lock_file(path: &Path) -> io::Result<std::fs::File> {
     Ok(file)
 }
 
+/// Makes `dir` (mode 0700) or, when it exists, checks that it is a real directory (not a
+/// link) that this user owns and nobody else may write. For fixed, well-known paths such as
+/// the canonical build directory under `/tmp`: another local user who made it first could
+/// otherwise swap what a build reads or writes.
+pub fn owned_private_dir(dir: &Path) -> io::Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::{DirBuilderExt as _, MetadataExt as _};
+        match std::fs::DirBuilder::new().mode(0o700).create(dir) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(e),
+        }
+        let meta = std::fs::symlink_metadata(dir)?;
+        let refuse = |why: String| {
+            Err(io::Error::new(
+                io::ErrorKind::PermissionDenied,
+                format!("{}: {why}", dir.display()),
+            ))
+        };
+        if !meta.is_dir() {
+            return refuse("exists and is not a directory (a link is refused too)".into());
+        }
+        // A file this process just made is owned by its effective uid (no unsafe libc call).
+        let me = tempfile::tempfile()?.metadata()?.uid();
+        if meta.uid() != me {
+            return refuse(format!(
+                "is owned by uid {}, not by this user (uid {me}); remove it or choose another directory",
+                meta.uid()
+            ));
+        }
+        if meta.mode() & 0o022 != 0 {
+            return refuse(format!(
+                "is writable by others (mode {:o}); expected 0700",
+                meta.mode() & 0o777
+            ));
+        }
+        Ok(())
+    }
+    #[cfg(not(unix))]
+    {
+        std::fs::create_dir_all(dir)
+    }
+}
+
 /// Writes `data` to `dest` atomically with the given mode.
 pub fn write_atomically(dest: &Path, data: &[u8], mode: Mode) -> io::Result<()> {
     let mut out = Output::create(dest, mode)?;
