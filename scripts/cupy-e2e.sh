@@ -3,12 +3,18 @@
 # lays out the CUDA 13 toolkit from NVIDIA's PyPI wheels (`vouch toolchain install`), then builds
 # the cuda13x cell for this machine's Python twice with ccache through the scoped gateway:
 # cold (empty cache), then warm (cache populated, the sdist unpacked afresh, a new output dir).
-# Prints both durations, the warm hit rate, both digests, `vouch diff`, and how far
+# Then a third, cold build under another VOUCH_CACHE_DIR (another toolkit location, another
+# venv) without any compiler cache: all three must give one digest, because every build
+# compiles at the canonical work path (nvcc's module ids follow the source path).
+# Prints the durations, the warm hit rate, the three digests, `vouch diff`, and how far
 # `import cupy` gets after `pip install` of the wheel on a machine without a GPU.
 #
 # Heavy (~1.2 GB of toolkit wheels, ~5 min cold build on 2 cores): not part of .ci/run.
 # Env: CUPY_VERSION (14.2.0), GENCODE (arch=compute_75,code=sm_75), JOBS (2),
-#      CACHE (ccache|sccache, default ccache), E2E_DIR (target/cupy-e2e).
+#      CACHE (ccache|sccache, default ccache), E2E_DIR (target/cupy-e2e),
+#      VOUCH_BIN (a vouch binary to use instead of building the release one),
+#      SEED_TOOLKIT (an installed toolkit entry, `<cache>/<level>/toolchains/cuda-…`, to copy
+#      into both cache dirs instead of downloading; it is checked against its seal on reuse).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VERSION=${CUPY_VERSION:-14.2.0}
@@ -19,8 +25,12 @@ work=${E2E_DIR:-$PWD/target/cupy-e2e}
 dl=$PWD/target/bench-cupy
 profile=$PWD/pyproject-templates/cupy/vouch.toml
 
-cargo build --release --locked -q
-vouch=$PWD/target/release/vouch
+if [ -n "${VOUCH_BIN:-}" ]; then
+  vouch=$VOUCH_BIN
+else
+  cargo build --release --locked -q
+  vouch=$PWD/target/release/vouch
+fi
 sdist=$dl/cupy-$VERSION.tar.gz
 if [ ! -f "$sdist" ]; then
   mkdir -p "$dl"
@@ -39,6 +49,17 @@ sha=${SHA:-0000000000000000000000000000000000000000}
 rm -rf "$work"
 mkdir -p "$work"
 export VOUCH_CACHE_DIR=${VOUCH_CACHE_DIR:-$PWD/target/cupy-e2e-cache}
+other_cache=$work/another-user-cache
+seed() { # $1 = cache dir
+  [ -n "${SEED_TOOLKIT:-}" ] || return 0
+  for level in trusted untrusted; do
+    mkdir -p "$1/$level/toolchains"
+    [ -e "$1/$level/toolchains/$(basename "$SEED_TOOLKIT")" ] ||
+      cp -a "$SEED_TOOLKIT" "$1/$level/toolchains/"
+  done
+}
+seed "$VOUCH_CACHE_DIR"
+seed "$other_cache"
 
 echo "== toolchain ($cell)"
 t0=$(date +%s.%N)
@@ -56,10 +77,15 @@ echo "== cold build"
 build "$work/cold"
 echo "== warm build"
 build "$work/warm"
+echo "== cold build, another VOUCH_CACHE_DIR, no compiler cache"
+VOUCH_CACHE_DIR=$other_cache "$vouch" toolchain install --profile "$profile" --cell "$cell"
+VOUCH_CACHE_DIR=$other_cache "$vouch" build --profile "$profile" --cell "$cell" --source "$sdist" \
+  --out "$work/uncached" --set "CUPY_NVCC_GENERATE_CODE=$GENCODE" --set "CUPY_NUM_BUILD_JOBS=$JOBS" \
+  --json > "$work/uncached.json"
 
-python3 - "$work/cold.json" "$work/warm.json" <<'PY'
+python3 - "$work/cold.json" "$work/warm.json" "$work/uncached.json" <<'PY'
 import json, sys
-for label, path in zip(("cold", "warm"), sys.argv[1:]):
+for label, path in zip(("cold", "warm", "uncached"), sys.argv[1:]):
     r = json.load(open(path))
     c = (r.get("cache") or {}).get("compiler_cache") or {}
     rate = (r.get("cache") or {}).get("hit_rate")
@@ -68,14 +94,18 @@ for label, path in zip(("cold", "warm"), sys.argv[1:]):
           + (f" ({rate*100:.1f}% hits)" if rate is not None else "")
           + f", {r['wheel']} {r['sha256']}")
     print(f"{label}: artifact {r['artifact']}; repair: {(r.get('repair') or {}).get('detail')}")
-cold, warm = (json.load(open(p)) for p in sys.argv[1:])
+cold, warm, plain = (json.load(open(p)) for p in sys.argv[1:])
 print(f"warm/cold build time: {warm['seconds']['build']/cold['seconds']['build']:.3f} (target <= 0.1)")
-print("wheels identical:", "yes" if cold["sha256"] == warm["sha256"] else "NO")
+print("toolkits:", cold["toolchain"]["cuda_path"], "|", plain["toolchain"]["cuda_path"])
+digests = {cold["sha256"], warm["sha256"], plain["sha256"]}
+print("one digest for cold, warm and uncached:", "yes" if len(digests) == 1 else f"NO {sorted(digests)}")
 PY
 wheel_cold=$(ls "$work"/cold/*.whl)
 wheel_warm=$(ls "$work"/warm/*.whl)
 echo "== vouch diff cold warm"
 "$vouch" diff "$wheel_cold" "$wheel_warm" || true
+echo "== vouch diff cold uncached"
+"$vouch" diff "$wheel_cold" "$(ls "$work"/uncached/*.whl)" || true
 
 echo "== pip install + import (no GPU here)"
 python3 -m venv "$work/venv"

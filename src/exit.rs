@@ -53,7 +53,7 @@ pub const TABLE: &[(Status, &str)] = &[
     ),
     (
         Status::Environment,
-        "a tool or service vouch needs is missing, would not start or did not answer (`python3`, ccache, sccache, the cache store, the gateway), or the interpreter is not the cell's Python; `dispatch`: FlexCI or GitHub refused the request or did not answer",
+        "a tool or service vouch needs is missing, would not start or did not answer (`python3`, ccache, sccache, the cache store, the gateway, auditwheel/delvewheel for a release cell's repair), or the interpreter is not the cell's Python; `dispatch`: FlexCI or GitHub refused the request or did not answer",
     ),
     (Status::Io, "reading or writing a file failed"),
     (
@@ -360,7 +360,8 @@ impl Classify for vouch_build::BuildError {
             | vouch_build::BuildError::Template(_) => Status::InvalidInput,
             vouch_build::BuildError::NoPython(_)
             | vouch_build::BuildError::Spawn { .. }
-            | vouch_build::BuildError::Sealed(_) => Status::Environment,
+            | vouch_build::BuildError::Sealed(_)
+            | vouch_build::BuildError::Repair { .. } => Status::Environment,
             vouch_build::BuildError::WorkDir { .. } => Status::Usage,
             vouch_build::BuildError::Failed { .. } | vouch_build::BuildError::WheelCount { .. } => {
                 Status::BuildFailed

@@ -690,3 +690,33 @@ fn issue16_cuda_wheel_is_one_digest_across_cache_dirs_with_and_without_ccache() 
         "the module id follows the path"
     );
 }
+
+/// A profile with `[repair]` is a release profile: a `linux_*` wheel with no auditwheel in the
+/// build venv is a failure that names the tool and the fix, and no wheel is written.
+#[test]
+fn issue16_release_cell_without_auditwheel_fails_and_writes_no_wheel() {
+    let dir = tempdir();
+    copy_dir(&fixture(), dir.path());
+    let profile = dir.path().join("vouch.toml");
+    let text = std::fs::read_to_string(&profile).unwrap();
+    std::fs::write(
+        &profile,
+        format!("{text}\n[repair]\nexclude = [\"libcuda.so*\"]\n"),
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    let r = build_cell_uncached(
+        &profile,
+        &dir.path().join("source"),
+        &out,
+        &cache_dir(),
+        &[],
+    );
+    assert_exit(&r, 5, "auditwheel is not in the build venv");
+    assert!(r.stderr.contains("linux_x86_64.whl"), "{}", r.stderr);
+    assert!(r.stderr.contains("vouch lock"), "{}", r.stderr);
+    let written: Vec<_> = std::fs::read_dir(&out)
+        .map(|d| d.filter_map(Result::ok).map(|e| e.file_name()).collect())
+        .unwrap_or_default();
+    assert!(written.is_empty(), "{written:?}");
+}

@@ -39,6 +39,9 @@ pub enum BuildError {
     /// A sealed tree (the build venv) could not be checked, copied or recorded.
     #[error("build venv")]
     Sealed(#[source] vouch_fs::seal::SealError),
+    /// A release wheel could not be repaired (no tool in the venv, or it kept its tag).
+    #[error("repairing {wheel}: {reason}")]
+    Repair { wheel: String, reason: String },
     /// `--work-dir` would wipe something vouch did not make.
     #[error("work directory {path:?}: {reason}")]
     WorkDir { path: PathBuf, reason: String },

@@ -5,6 +5,7 @@
 mod epoch;
 mod error;
 mod pyproject;
+mod repair;
 mod source;
 mod venv;
 mod workdir;
@@ -17,6 +18,7 @@ use serde::Serialize;
 pub use epoch::{EpochSource, parse_epoch, source_date_epoch};
 pub use error::BuildError;
 pub use pyproject::BuildSystem;
+pub use repair::{Repair, RepairOutcome};
 pub use source::unpack_sdist;
 pub use venv::{BUILD_TOOL_PINS, Python, SealedVenv, Venv};
 
@@ -46,7 +48,7 @@ pub struct BuildOptions {
     pub prefix_maps: Vec<(PathBuf, String)>,
     /// Turns the source into the distribution to build (a profile's template).
     pub patch: Option<SourcePatch>,
-    /// Runs between the PEP 517 build and normalization (e.g. `auditwheel repair`).
+    /// Runs between the PEP 517 build and normalization (`auditwheel`/`delvewheel repair`).
     pub repair: Option<Repair>,
     /// Which cache root the build's venv (and toolkit) come from.
     pub trust: TrustLevel,
@@ -87,21 +89,6 @@ pub struct SourcePatch {
     pub project: toml::Table,
     /// Destination (relative, `/`-separated) -> file to copy there.
     pub files: Vec<(String, PathBuf)>,
-}
-
-/// `auditwheel repair` for manylinux tags, when the tool is there.
-#[derive(Clone, Debug, Default)]
-pub struct Repair {
-    /// `--plat`, e.g. `manylinux_2_28_x86_64`; auditwheel's choice when `None`.
-    pub plat: Option<String>,
-    /// Libraries never bundled (`--exclude`), e.g. the CUDA libraries the user installs.
-    pub exclude: Vec<String>,
-}
-
-#[derive(Clone, Debug, Serialize, serde::Deserialize)]
-pub struct RepairOutcome {
-    pub ran: bool,
-    pub detail: String,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -314,7 +301,7 @@ pub fn build_wheel(options: &BuildOptions) -> Result<BuildOutput, BuildError> {
     };
     let (raw, repair) = match &options.repair {
         Some(r) => {
-            let (path, outcome) = repair_wheel(raw, r, &dist)?;
+            let (path, outcome) = repair::repair_wheel(raw, r, &venv.python, &dist)?;
             (path, Some(outcome))
         }
         None => (raw.clone(), None),
@@ -334,68 +321,4 @@ pub fn build_wheel(options: &BuildOptions) -> Result<BuildOutput, BuildError> {
         seconds: started.elapsed().as_secs_f64(),
         repair,
     })
-}
-
-/// `auditwheel repair` when the wheel has a `linux_*` tag and auditwheel is on `PATH`; else
-/// the wheel is kept as built and the outcome says why.
-fn repair_wheel(
-    raw: &Path,
-    repair: &Repair,
-    dist: &Path,
-) -> Result<(PathBuf, RepairOutcome), BuildError> {
-    let name = raw
-        .file_name()
-        .unwrap_or_default()
-        .to_string_lossy()
-        .into_owned();
-    if !name.contains("-linux_") {
-        return Ok((
-            raw.to_owned(),
-            RepairOutcome {
-                ran: false,
-                detail: format!("{name}: not a linux_* wheel; nothing to repair"),
-            },
-        ));
-    }
-    let Ok(auditwheel) = which::which("auditwheel") else {
-        return Ok((
-            raw.to_owned(),
-            RepairOutcome {
-                ran: false,
-                detail: "auditwheel is not on PATH: the wheel keeps its linux_* tag (not uploadable to PyPI as is)".to_owned(),
-            },
-        ));
-    };
-    let out = dist.join("repaired");
-    let mut cmd = scrubbed_command(&auditwheel);
-    cmd.arg("repair").arg("-w").arg(&out);
-    if let Some(plat) = &repair.plat {
-        cmd.args(["--plat", plat]);
-    }
-    for lib in &repair.exclude {
-        cmd.args(["--exclude", lib]);
-    }
-    cmd.arg(raw);
-    let log = run_logged(cmd, "auditwheel repair")?;
-    let repaired: Vec<PathBuf> = std::fs::read_dir(&out)
-        .map_err(|e| BuildError::Io {
-            path: out.clone(),
-            source: e,
-        })?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "whl"))
-        .collect();
-    let [wheel] = repaired.as_slice() else {
-        return Err(BuildError::WheelCount {
-            found: repaired.len(),
-        });
-    };
-    let last = log.lines().last().unwrap_or_default().to_owned();
-    Ok((
-        wheel.clone(),
-        RepairOutcome {
-            ran: true,
-            detail: last,
-        },
-    ))
 }

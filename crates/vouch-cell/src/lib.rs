@@ -327,6 +327,8 @@ pub fn build_cell(job: CellJob<'_>, reporter: &dyn Reporter) -> Result<CellOutco
         options.repair = Some(vouch_build::Repair {
             plat: profile.repair_plat(cell.platform).map(str::to_owned),
             exclude: r.exclude.clone(),
+            // A profile that says how to repair is a release profile: no silent linux_* wheel.
+            required: true,
         });
     }
     reporter.note(&format!(
