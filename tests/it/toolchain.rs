@@ -30,10 +30,17 @@ fn cupy_cells() -> Vec<String> {
 
 fn dry_run(cell: &str, json: bool) -> Run {
     let mut cmd = vouch();
-    cmd.args(["toolchain", "install", "--dry-run", "--cell", cell, "--profile"])
-        .arg(cupy_profile())
-        // No interpreter is needed: a Python that does not exist must not matter.
-        .args(["--python", "/nonexistent/python3"]);
+    cmd.args([
+        "toolchain",
+        "install",
+        "--dry-run",
+        "--cell",
+        cell,
+        "--profile",
+    ])
+    .arg(cupy_profile())
+    // No interpreter is needed: a Python that does not exist must not matter.
+    .args(["--python", "/nonexistent/python3"]);
     if json {
         cmd.arg("--json");
     }
@@ -130,7 +137,11 @@ fn check_cuda12_archives(cell: &str, platform: &str, files: &[serde_json::Value]
         components.push(parts[0].to_owned());
     }
     let unique: BTreeSet<&str> = components.iter().map(String::as_str).collect();
-    assert_eq!(unique.len(), components.len(), "{cell}: duplicates in {components:?}");
+    assert_eq!(
+        unique.len(),
+        components.len(),
+        "{cell}: duplicates in {components:?}"
+    );
     let expected: BTreeSet<&str> = CUPY_COMPONENTS
         .into_iter()
         .filter(|c| !INSIDE_NVCC_BEFORE_13.contains(c))
@@ -196,7 +207,10 @@ fn check_cuda13_wheels(cell: &str, platform: &str, plan: &serde_json::Value) {
         "linux-aarch64" => "aarch64",
         _ => "win_amd64",
     };
-    assert!(!tags.is_empty() && tags.iter().all(|t| t.ends_with(machine)), "{tags:?}");
+    assert!(
+        !tags.is_empty() && tags.iter().all(|t| t.ends_with(machine)),
+        "{tags:?}"
+    );
 }
 
 /// The host line says which platform this runs on: the same test runs on every runner.
@@ -362,7 +376,13 @@ fn dry_run_of_a_cell_without_a_toolchain_says_which_table_is_missing() {
     let profile = dir.path().join("vouch.toml");
     std::fs::write(&profile, text).unwrap();
     let r = run(vouch()
-        .args(["toolchain", "install", "--dry-run", "--cell", "cuda13x-py3.12-win-64"])
+        .args([
+            "toolchain",
+            "install",
+            "--dry-run",
+            "--cell",
+            "cuda13x-py3.12-win-64",
+        ])
         .arg("--profile")
         .arg(&profile));
     assert_exit(

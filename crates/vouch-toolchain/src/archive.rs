@@ -73,8 +73,7 @@ fn unpack_zip(path: &Path, label: &str, tree: &Path, kind: ZipKind) -> Result<()
         let rel: PathBuf = match kind {
             ZipKind::Wheel => {
                 let first = rel.components().next();
-                if first.is_some_and(|c| c.as_os_str().to_string_lossy().ends_with(".dist-info"))
-                {
+                if first.is_some_and(|c| c.as_os_str().to_string_lossy().ends_with(".dist-info")) {
                     continue;
                 }
                 rel

@@ -159,12 +159,29 @@ pub fn shared_library(machine: u16, soname: &str) -> Vec<u8> {
     }
     o.0.extend_from_slice(&[0; SHDR as usize]);
     let a = SHF_ALLOC;
-    shdr(&mut o, name_at[1], SHT_HASH, a, hash_off, hash_size, 2, 0, 8, 4);
-    shdr(&mut o, name_at[2], SHT_DYNSYM, a, dynsym_off, SYM, 3, 1, 8, SYM);
+    shdr(
+        &mut o, name_at[1], SHT_HASH, a, hash_off, hash_size, 2, 0, 8, 4,
+    );
+    shdr(
+        &mut o, name_at[2], SHT_DYNSYM, a, dynsym_off, SYM, 3, 1, 8, SYM,
+    );
     let strsz = dynstr.len() as u64;
-    shdr(&mut o, name_at[3], SHT_STRTAB, a, dynstr_off, strsz, 0, 0, 1, 0);
+    shdr(
+        &mut o, name_at[3], SHT_STRTAB, a, dynstr_off, strsz, 0, 0, 1, 0,
+    );
     let wa = SHF_WRITE | SHF_ALLOC;
-    shdr(&mut o, name_at[4], SHT_DYNAMIC, wa, dynamic_off, dynamic_size, 3, 0, 8, DYN);
+    shdr(
+        &mut o,
+        name_at[4],
+        SHT_DYNAMIC,
+        wa,
+        dynamic_off,
+        dynamic_size,
+        3,
+        0,
+        8,
+        DYN,
+    );
     // .shstrtab is not loaded: its address is 0.
     o.u32(name_at[5]);
     o.u32(SHT_STRTAB);
@@ -212,8 +229,11 @@ mod tests {
         )
         .unwrap();
         let src = dir.path().join("ext.c");
-        std::fs::write(&src, "int cuInit(unsigned);\nint f(void) { return cuInit(0); }\n")
-            .unwrap();
+        std::fs::write(
+            &src,
+            "int cuInit(unsigned);\nint f(void) { return cuInit(0); }\n",
+        )
+        .unwrap();
         let out = dir.path().join("ext.so");
         let status = std::process::Command::new("cc")
             .args(["-shared", "-fPIC", "-Wl,--no-as-needed", "-o"])

@@ -34,8 +34,11 @@ pub fn fix_tree(cuda_path: &Path, platform: Platform) -> Result<(), ToolchainErr
             // compiler would be one more tool to trust for a few fixed bytes.
             std::fs::create_dir_all(&stubs).map_err(io(&stubs))?;
             let path = stubs.join("libcuda.so");
-            std::fs::write(&path, crate::elfstub::shared_library(machine, "libcuda.so.1"))
-                .map_err(io(&path))?;
+            std::fs::write(
+                &path,
+                crate::elfstub::shared_library(machine, "libcuda.so.1"),
+            )
+            .map_err(io(&path))?;
         }
     }
     Ok(())

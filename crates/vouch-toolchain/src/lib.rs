@@ -27,8 +27,8 @@ use std::process::Command;
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest as _, Sha256};
-use vouch_fs::seal::Seal;
 use vouch_core::Platform;
+use vouch_fs::seal::Seal;
 use vouch_profile::Toolchain;
 
 pub use fixup::stub_library;

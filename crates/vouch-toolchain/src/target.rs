@@ -86,7 +86,11 @@ impl Machine {
 
 /// The compiler driver's file name in `bin/`.
 pub fn nvcc_name(platform: Platform) -> &'static str {
-    if is_linux(platform) { "nvcc" } else { "nvcc.exe" }
+    if is_linux(platform) {
+        "nvcc"
+    } else {
+        "nvcc.exe"
+    }
 }
 
 #[cfg(test)]
@@ -106,7 +110,11 @@ mod tests {
         assert!(!arm.iter().any(|t| t.contains("x86_64")), "{arm:?}");
         assert!(!arm.contains(&"manylinux_2_29_aarch64".to_owned()));
         let x86 = pip_platforms(Platform::Linux64);
-        for tag in ["manylinux1_x86_64", "manylinux2010_x86_64", "manylinux_2_28_x86_64"] {
+        for tag in [
+            "manylinux1_x86_64",
+            "manylinux2010_x86_64",
+            "manylinux_2_28_x86_64",
+        ] {
             assert!(x86.contains(&tag.to_owned()), "{tag} missing from {x86:?}");
         }
         assert_eq!(pip_platforms(Platform::Win64), ["win_amd64"]);

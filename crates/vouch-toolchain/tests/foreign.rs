@@ -124,13 +124,7 @@ fn linux_aarch64_toolkit_from_archives_is_laid_out_with_an_aarch64_link_stub() {
     );
     let spec = archives(dir.path(), &[nvcc, cudart]);
     let cache = dir.path().join("cache");
-    let got = install(&request(
-        &spec,
-        Platform::LinuxAarch64,
-        dir.path(),
-        &cache,
-    ))
-    .unwrap();
+    let got = install(&request(&spec, Platform::LinuxAarch64, dir.path(), &cache)).unwrap();
 
     assert_eq!(got.platform, "linux-aarch64");
     assert_eq!(got.machine.as_deref(), Some("ELF AArch64"));
@@ -167,13 +161,7 @@ fn linux_aarch64_toolkit_from_archives_is_laid_out_with_an_aarch64_link_stub() {
     assert_eq!(got.components.len(), 2);
 
     // The same pins again: the sealed tree is reused after its check.
-    let again = install(&request(
-        &spec,
-        Platform::LinuxAarch64,
-        dir.path(),
-        &cache,
-    ))
-    .unwrap();
+    let again = install(&request(&spec, Platform::LinuxAarch64, dir.path(), &cache)).unwrap();
     assert!(again.reused);
     assert_eq!(again.machine.as_deref(), Some("ELF AArch64"));
 }
@@ -187,7 +175,9 @@ fn windows_toolkit_from_zip_archives_is_laid_out_in_the_windows_layout() {
         "cuda_nvcc-windows-x86_64-1.0-archive",
         &[("bin/nvcc.exe", &pe(IMAGE_FILE_MACHINE_AMD64))],
     );
-    let cudart = dir.path().join("cuda_cudart-windows-x86_64-1.0-archive.zip");
+    let cudart = dir
+        .path()
+        .join("cuda_cudart-windows-x86_64-1.0-archive.zip");
     zip(
         &cudart,
         "cuda_cudart-windows-x86_64-1.0-archive",
