@@ -259,6 +259,10 @@ pub struct ToolchainArgs {
     pub profile: PathBuf,
     #[arg(long)]
     pub cell: String,
+    /// Print what would be fetched, with every sha256 pin, and fetch nothing: any cell, on any
+    /// host, without Python.
+    #[arg(long)]
+    pub dry_run: bool,
     #[command(flatten)]
     pub env: ToolEnvArgs,
     #[command(flatten)]

@@ -21,4 +21,5 @@ mod profile;
 mod provenance;
 mod prsign;
 mod stores;
+mod toolchain;
 mod wheel;

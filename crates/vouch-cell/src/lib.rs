@@ -142,6 +142,7 @@ pub fn install_toolchain(
     let step = reporter.step(&format!("installing the {name} toolchain"));
     let installed = vouch_toolchain::install(&vouch_toolchain::Request {
         spec,
+        platform: cell.platform,
         profile_dir: &profile.dir,
         cache_dir: cache_root,
         name: &name,

@@ -42,32 +42,45 @@ pub fn unpack_wheel(wheel: &Path, tree: &Path) -> Result<(), ToolchainError> {
         .unwrap_or_default()
         .to_string_lossy()
         .into_owned();
-    let file = std::fs::File::open(wheel).map_err(io(wheel))?;
-    let mut zip = zip::ZipArchive::new(std::io::BufReader::new(file)).map_err(|source| {
-        ToolchainError::Wheel {
-            archive: name.clone(),
-            source,
-        }
-    })?;
+    unpack_zip(wheel, &name, tree, ZipKind::Wheel)
+}
+
+/// What a zip's member names are relative to.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum ZipKind {
+    /// A wheel: names are relative to the tree; `*.dist-info/` is skipped.
+    Wheel,
+    /// A Windows redistributable archive: one top directory
+    /// (`cuda_nvcc-windows-x86_64-12.9.86-archive/`), dropped as for tar archives.
+    Archive,
+}
+
+fn unpack_zip(path: &Path, label: &str, tree: &Path, kind: ZipKind) -> Result<(), ToolchainError> {
+    let unreadable = |source| ToolchainError::Wheel {
+        archive: label.to_owned(),
+        source,
+    };
+    let file = std::fs::File::open(path).map_err(io(path))?;
+    let mut zip = zip::ZipArchive::new(std::io::BufReader::new(file)).map_err(unreadable)?;
     for i in 0..zip.len() {
-        let mut member = zip.by_index(i).map_err(|source| ToolchainError::Wheel {
-            archive: name.clone(),
-            source,
-        })?;
-        let member_name = member
-            .name()
-            .map_err(|source| ToolchainError::Wheel {
-                archive: name.clone(),
-                source,
-            })?
-            .into_owned();
+        let mut member = zip.by_index(i).map_err(unreadable)?;
+        let member_name = member.name().map_err(unreadable)?.into_owned();
         let rel = safe_relative(&member_name).map_err(|m| ToolchainError::UnsafeMember {
-            archive: name.clone(),
+            archive: label.to_owned(),
             member: member_name.clone(),
             message: m.to_owned(),
         })?;
-        let first = rel.components().next();
-        if first.is_some_and(|c| c.as_os_str().to_string_lossy().ends_with(".dist-info")) {
+        let rel: PathBuf = match kind {
+            ZipKind::Wheel => {
+                let first = rel.components().next();
+                if first.is_some_and(|c| c.as_os_str().to_string_lossy().ends_with(".dist-info")) {
+                    continue;
+                }
+                rel
+            }
+            ZipKind::Archive => rel.components().skip(1).collect(),
+        };
+        if rel.as_os_str().is_empty() {
             continue;
         }
         let dest = tree.join(&rel);
@@ -86,10 +99,19 @@ pub fn unpack_wheel(wheel: &Path, tree: &Path) -> Result<(), ToolchainError> {
     Ok(())
 }
 
+/// Unpacks a redistributable archive by its name: `.zip` (Windows) or a tar archive.
+pub fn unpack_archive(archive: &Path, label: &str, tree: &Path) -> Result<(), ToolchainError> {
+    if label.ends_with(".zip") {
+        unpack_zip(archive, label, tree, ZipKind::Archive)
+    } else {
+        unpack_tar(archive, label, tree)
+    }
+}
+
 /// Unpacks a `.tar.xz`/`.tar.gz` redistributable archive into `tree`, dropping its single top
 /// directory (`cuda_nvcc-linux-x86_64-12.9.86-archive/`) so several archives merge into one
 /// toolkit.
-pub fn unpack_tar(archive: &Path, label: &str, tree: &Path) -> Result<(), ToolchainError> {
+fn unpack_tar(archive: &Path, label: &str, tree: &Path) -> Result<(), ToolchainError> {
     let file = std::fs::File::open(archive).map_err(io(archive))?;
     let reader: Box<dyn Read> = if label.ends_with(".xz") || label.ends_with(".txz") {
         Box::new(liblzma::read::XzDecoder::new(std::io::BufReader::new(file)))

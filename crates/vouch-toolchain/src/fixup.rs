@@ -4,9 +4,17 @@
 
 use std::path::Path;
 
+use vouch_core::Platform;
+
+use crate::target::{self, Machine};
 use crate::{ToolchainError, io};
 
-pub fn fix_tree(cuda_path: &Path) -> Result<(), ToolchainError> {
+/// Fixes up a `platform` toolkit. A Windows tree needs nothing: its runtime ships the
+/// `cuda.lib` import library the link step reads, and Windows has no execute bits or sonames.
+pub fn fix_tree(cuda_path: &Path, platform: Platform) -> Result<(), ToolchainError> {
+    if !target::is_linux(platform) {
+        return Ok(());
+    }
     for dir in ["bin", "nvvm/bin"] {
         make_executable(&cuda_path.join(dir))?;
     }
@@ -18,7 +26,20 @@ pub fn fix_tree(cuda_path: &Path) -> Result<(), ToolchainError> {
         .iter()
         .any(|p| cuda_path.join(p).exists());
     if lib.is_dir() && !has_stub {
-        stub_library(&lib.join("stubs"), "cuda", 1)?;
+        let stubs = lib.join("stubs");
+        if target::host() == Some(platform) {
+            stub_library(&stubs, "cuda", 1)?;
+        } else if let Machine::Elf(machine) = Machine::of(platform) {
+            // Another machine's stub: the host's C compiler cannot make it, and a cross
+            // compiler would be one more tool to trust for a few fixed bytes.
+            std::fs::create_dir_all(&stubs).map_err(io(&stubs))?;
+            let path = stubs.join("libcuda.so");
+            std::fs::write(
+                &path,
+                crate::elfstub::shared_library(machine, "libcuda.so.1"),
+            )
+            .map_err(io(&path))?;
+        }
     }
     Ok(())
 }

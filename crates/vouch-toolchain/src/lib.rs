@@ -16,17 +16,23 @@
 //! removed or re-linked makes vouch install the toolkit again.
 
 mod archive;
+mod elfstub;
 mod fixup;
+pub mod layout;
+mod plan;
+pub mod target;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest as _, Sha256};
+use vouch_core::Platform;
 use vouch_fs::seal::Seal;
 use vouch_profile::Toolchain;
 
 pub use fixup::stub_library;
+pub use plan::{Plan, PlannedFile, plan};
 
 const MANIFEST: &str = "vouch-toolchain.json";
 const SEAL: &str = "vouch-toolchain.seal.json";
@@ -141,21 +147,42 @@ pub struct Installed {
     /// sha256 over the pins: the same pins give the same key wherever they are installed.
     pub key: String,
     pub components: Vec<Component>,
-    /// `nvcc --version`'s release line, when there is an nvcc.
+    /// `nvcc --version`'s release line, when there is an nvcc that runs here (a toolkit for
+    /// another platform than the host is laid out and checked, never run).
     pub nvcc: Option<String>,
+    /// The platform the toolkit is for (`linux-aarch64`).
+    #[serde(default)]
+    pub platform: String,
+    /// The machine `bin/nvcc` is built for, read from its header (`ELF AArch64`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine: Option<String>,
     pub files: usize,
     pub reused: bool,
     pub seconds: f64,
 }
 
 impl Installed {
-    /// Directories to put first on `PATH`.
-    pub fn bin_dirs(&self) -> Vec<PathBuf> {
-        vec![self.cuda_path.join("bin")]
+    fn is_windows(&self) -> bool {
+        self.platform == Platform::Win64.as_str()
     }
 
-    /// `LIBRARY_PATH` for the link step: the stubs first, so `-lcuda` finds the stub.
+    /// Directories to put first on `PATH`. NVIDIA's Windows wheels keep their DLLs in
+    /// `bin/x86_64`.
+    pub fn bin_dirs(&self) -> Vec<PathBuf> {
+        let bin = self.cuda_path.join("bin");
+        if self.is_windows() {
+            vec![bin.clone(), bin.join("x86_64")]
+        } else {
+            vec![bin]
+        }
+    }
+
+    /// `LIBRARY_PATH` (`LIB` on Windows) for the link step: on Linux the stubs first, so
+    /// `-lcuda` finds the stub.
     pub fn library_path(&self) -> Vec<PathBuf> {
+        if self.is_windows() {
+            return vec![self.cuda_path.join("lib").join("x64")];
+        }
         vec![
             self.cuda_path.join("lib").join("stubs"),
             self.cuda_path.join("lib"),
@@ -166,6 +193,8 @@ impl Installed {
 
 pub struct Request<'a> {
     pub spec: &'a Toolchain,
+    /// The platform the toolkit is for; it need not be the host's.
+    pub platform: Platform,
     /// Where the profile lives: requirement files and archive paths resolve against it.
     pub profile_dir: &'a Path,
     /// `<cache>/toolchains/` is where trees go.
@@ -281,8 +310,11 @@ pub fn install(req: &Request<'_>) -> Result<Installed, ToolchainError> {
             "reusing the installed toolchain after its seal check"
         );
         let cuda_path = cuda_path_in(&dir.join("tree"), &cuda_rel);
+        let machine = layout::check(&cuda_path, req.platform)?;
         return Ok(Installed {
-            nvcc: nvcc_version(&cuda_path),
+            nvcc: nvcc_version(&cuda_path, req.platform),
+            platform: req.platform.to_string(),
+            machine: machine.map(target::Machine::name),
             cuda_path,
             dir,
             key,
@@ -311,7 +343,8 @@ pub fn install(req: &Request<'_>) -> Result<Installed, ToolchainError> {
             "`root = {cuda_rel:?}` is not a directory in the unpacked toolkit"
         )));
     }
-    fixup::fix_tree(&cuda_path)?;
+    fixup::fix_tree(&cuda_path, req.platform)?;
+    let machine = layout::check(&cuda_path, req.platform)?;
 
     let _ = std::fs::remove_dir_all(staging.path().join("download"));
     let seal = Seal::make(&tree).map_err(ToolchainError::Seal)?;
@@ -343,7 +376,9 @@ pub fn install(req: &Request<'_>) -> Result<Installed, ToolchainError> {
     }
     let cuda_path = cuda_path_in(&dir.join("tree"), &cuda_rel);
     Ok(Installed {
-        nvcc: nvcc_version(&cuda_path),
+        nvcc: nvcc_version(&cuda_path, req.platform),
+        platform: req.platform.to_string(),
+        machine: machine.map(target::Machine::name),
         cuda_path,
         dir,
         key,
@@ -405,10 +440,17 @@ fn install_wheels(
         "off",
         "--dest",
     ])
-    .arg(&download)
-    .arg("-r")
-    .arg(requirements);
-    tracing::info!(requirements = %requirements.display(), "downloading toolkit wheels");
+    .arg(&download);
+    // The target's tags, on every host: pip picks the same pinned files wherever it runs.
+    for tag in target::pip_platforms(req.platform) {
+        cmd.arg("--platform").arg(tag);
+    }
+    cmd.arg("-r").arg(requirements);
+    tracing::info!(
+        requirements = %requirements.display(),
+        platform = %req.platform,
+        "downloading toolkit wheels"
+    );
     run(cmd, "pip download of the toolkit wheels")?;
 
     let mut wheels: Vec<PathBuf> = std::fs::read_dir(&download)
@@ -456,6 +498,17 @@ fn install_wheels(
     Ok(components)
 }
 
+/// An archive's file name from its URL's path (a query such as `?sig=...` is not part of it),
+/// or from a path.
+pub(crate) fn archive_file_name(url: &str) -> String {
+    url::Url::parse(url)
+        .ok()
+        .and_then(|u| u.path_segments()?.next_back().map(str::to_owned))
+        .or_else(|| url.rsplit('/').next().map(str::to_owned))
+        .filter(|n| !n.is_empty())
+        .unwrap_or_else(|| "archive".to_owned())
+}
+
 fn install_archives(
     req: &Request<'_>,
     staging: &Path,
@@ -468,13 +521,7 @@ fn install_archives(
     std::fs::create_dir_all(&download).map_err(io(&download))?;
     let mut components = Vec::new();
     for (i, a) in req.spec.archives.iter().enumerate() {
-        // The name from the URL's path: a query (`?sig=...`) is not part of it.
-        let file_name = url::Url::parse(&a.url)
-            .ok()
-            .and_then(|u| u.path_segments()?.next_back().map(str::to_owned))
-            .or_else(|| a.url.rsplit('/').next().map(str::to_owned))
-            .filter(|n| !n.is_empty())
-            .unwrap_or_else(|| "archive".to_owned());
+        let file_name = archive_file_name(&a.url);
         let local = if a.url.starts_with("https://") || a.url.starts_with("http://") {
             let dest = download.join(format!("{i}-{file_name}"));
             archive::download(&a.url, &dest, req.progress.as_ref())?;
@@ -490,7 +537,7 @@ fn install_archives(
                 actual,
             });
         }
-        archive::unpack_tar(&local, &file_name, tree)?;
+        archive::unpack_archive(&local, &file_name, tree)?;
         components.push(Component {
             file: file_name,
             sha256: actual,
@@ -523,9 +570,9 @@ fn run(cmd: Command, what: &str) -> Result<String, ToolchainError> {
     })
 }
 
-fn nvcc_version(cuda_path: &Path) -> Option<String> {
-    let nvcc = cuda_path.join("bin").join("nvcc");
-    if !nvcc.exists() {
+fn nvcc_version(cuda_path: &Path, platform: Platform) -> Option<String> {
+    let nvcc = cuda_path.join("bin").join(target::nvcc_name(platform));
+    if target::host() != Some(platform) || !nvcc.exists() {
         return None;
     }
     let out = scrubbed(&nvcc).arg("--version").output().ok()?;
