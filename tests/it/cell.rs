@@ -622,7 +622,8 @@ fn issue12_toolchain_rewritten_in_place_is_reinstalled_not_reused() {
     );
 }
 
-/// `vouch build --cell` without a compiler cache, with its own `VOUCH_CACHE_DIR`.
+/// `vouch build --cell` (no compiler cache unless `extra` asks) with its own `VOUCH_CACHE_DIR`,
+/// at the canonical work path.
 fn build_cell_uncached(
     profile: &Path,
     source: &Path,
@@ -632,6 +633,7 @@ fn build_cell_uncached(
 ) -> Run {
     run(vouch()
         .env("VOUCH_CACHE_DIR", cache)
+        .env_remove("VOUCH_WORK_DIR")
         .args(["build", "--json", "--cell", &cell(), "--profile"])
         .arg(profile)
         .arg("--source")
@@ -653,12 +655,24 @@ fn issue16_cuda_wheel_is_one_digest_across_cache_dirs_with_and_without_ccache() 
     let source = dir.path().join("checkout/minicupy");
     copy_dir(&fixture().join("source"), &source);
 
-    let cached = build_cell(
+    let store = dir.path().join("store");
+    let cached = build_cell_uncached(
         &profile,
         &source,
         &dir.path().join("a"),
-        &dir.path().join("store"),
-        &[],
+        &cache_dir(),
+        &[
+            "--cache",
+            "ccache",
+            "--cache-store",
+            store.to_str().unwrap(),
+            "--event",
+            "push",
+            "--ref",
+            "refs/heads/main",
+            "--sha",
+            SHA,
+        ],
     );
     assert_eq!(cached.code, 0, "{}", cached.stderr);
     let cached = cached.json();
@@ -710,7 +724,7 @@ fn issue16_release_cell_without_auditwheel_fails_and_writes_no_wheel() {
         &dir.path().join("source"),
         &out,
         &cache_dir(),
-        &[],
+        &["--work-dir", dir.path().join("work").to_str().unwrap()],
     );
     assert_exit(&r, 5, "auditwheel is not in the build venv");
     assert!(r.stderr.contains("linux_x86_64.whl"), "{}", r.stderr);
