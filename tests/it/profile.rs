@@ -454,3 +454,69 @@ fn workflows_explain_an_unrelated_label() {
     let text = explain(&["--event", "push", "--ref", "refs/heads/feature/x"]);
     assert!(text.stdout.contains("nothing runs"), "{}", text.stdout);
 }
+
+/// The `_wheel.json` the CuPy profile puts in each cell's tree is what CuPy 14.2.0's own
+/// generator prints (run here from the sha256-pinned sdist that scripts/test.sh fetches), for
+/// the libraries CuPy's `wheel_configs.py` lists per platform.
+#[test]
+fn issue16_cupy_wheel_metadata_is_what_cupys_own_generator_writes() {
+    let sdist = repo_root().join("target/test-tools/cupy-14.2.0/cupy-14.2.0.tar.gz");
+    assert!(
+        sdist.is_file(),
+        "{} is missing: run `python3 scripts/fetch-cupy-compiler-cache.py` (scripts/test.sh does)",
+        sdist.display()
+    );
+    assert_eq!(
+        sha256_file(&sdist),
+        "cfed725e612178cfbdbf62f4a3a598b60edecbbca718c0d4580c21a16ae4a62c"
+    );
+    let dir = tempdir();
+    let tools = dir.path().join("cupy-14.2.0/cupyx/tools");
+    let unpack = run(std::process::Command::new("tar")
+        .arg("-xzf")
+        .arg(&sdist)
+        .arg("-C")
+        .arg(dir.path())
+        .args([
+            "cupy-14.2.0/cupyx/tools/_generate_wheel_metadata.py",
+            "cupy-14.2.0/cupyx/tools/install_library.py",
+        ]));
+    assert_eq!(unpack.code, 0, "{}", unpack.stderr);
+    let profile_dir = cupy_profile().parent().unwrap().to_owned();
+    let mut checked = 0;
+    for (platform, target, libraries) in [
+        ("linux-64", "Linux:x86_64", &["cutensor", "nccl"][..]),
+        ("linux-aarch64", "Linux:aarch64", &["nccl"][..]),
+        ("win-64", "Windows:x86_64", &["cutensor"][..]),
+    ] {
+        for flavor in ["cuda12x", "cuda13x"] {
+            let cuda = format!("{}.x", &flavor[4..6]);
+            let mut cmd = std::process::Command::new("python3");
+            cmd.arg(tools.join("_generate_wheel_metadata.py"))
+                .args(["--cuda", &cuda, "--target", target]);
+            for l in libraries {
+                cmd.args(["--library", l]);
+            }
+            let generated = run(&mut cmd);
+            assert_eq!(generated.code, 0, "{}", generated.stderr);
+            let ours = std::fs::read_to_string(
+                profile_dir.join(format!("templates/wheel-metadata/{flavor}-{platform}.json")),
+            )
+            .unwrap();
+            assert_eq!(ours, generated.stdout, "{flavor} {platform}");
+            checked += 1;
+        }
+    }
+    assert_eq!(checked, 6);
+
+    // The profile hands each cell its own platform's file.
+    let profile = vouch_profile::Profile::load(&cupy_profile()).unwrap();
+    let cell = profile.find_cell("cuda13x-py3.12-win-64").unwrap();
+    let files = profile.template_files(&cell);
+    let (_, from) = files.iter().find(|(d, _)| d == "_wheel.json").unwrap();
+    assert!(
+        from.ends_with("templates/wheel-metadata/cuda13x-win-64.json"),
+        "{from:?}"
+    );
+    assert!(from.is_file());
+}

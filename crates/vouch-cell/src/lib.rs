@@ -317,11 +317,7 @@ pub fn build_cell(job: CellJob<'_>, reporter: &dyn Reporter) -> Result<CellOutco
     if let Some(t) = profile.template(&cell) {
         options.patch = Some(vouch_build::SourcePatch {
             project: t.project.clone(),
-            files: t
-                .files
-                .iter()
-                .map(|(dest, from)| (dest.clone(), profile.resolve(from)))
-                .collect(),
+            files: profile.template_files(&cell),
         });
     }
     if let Some(r) = &profile.repair {

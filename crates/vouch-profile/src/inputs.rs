@@ -127,11 +127,8 @@ pub fn inputs_digest(
         for (k, v) in &t.project {
             explain.push(format!("template project.{k}={v}"));
         }
-        for (dest, from) in &t.files {
-            explain.push(format!(
-                "template file {dest} {}",
-                hash_file(&profile.resolve(from))?
-            ));
+        for (dest, from) in profile.template_files(cell) {
+            explain.push(format!("template file {dest} {}", hash_file(&from)?));
         }
     }
     for k in &profile.inputs.env {

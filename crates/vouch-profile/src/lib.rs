@@ -91,7 +91,9 @@ pub struct Template {
     /// Keys merged into the source's `[project]` table (e.g. `name`).
     #[serde(default)]
     pub project: toml::Table,
-    /// Destination in the source tree -> file relative to the profile.
+    /// Destination in the source tree -> file relative to the profile. `${PLATFORM}` in the
+    /// file's path is the cell's platform (`linux-64`), for files that differ per platform
+    /// (CuPy's `_wheel.json` names `.so` or `.dll` files).
     #[serde(default)]
     pub files: BTreeMap<String, String>,
 }
@@ -348,6 +350,22 @@ impl Profile {
 
     pub fn template(&self, cell: &Cell) -> Option<&Template> {
         self.flavors.get(&cell.flavor)?.template.as_ref()
+    }
+
+    /// The cell's template files: destination in the tree -> the profile's file, with
+    /// `${PLATFORM}` filled in.
+    pub fn template_files(&self, cell: &Cell) -> Vec<(String, std::path::PathBuf)> {
+        self.template(cell)
+            .map(|t| {
+                t.files
+                    .iter()
+                    .map(|(dest, from)| {
+                        let from = from.replace("${PLATFORM}", cell.platform.as_str());
+                        (dest.clone(), self.resolve(&from))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
     }
 
     /// A path the profile names, resolved against the profile's directory.
