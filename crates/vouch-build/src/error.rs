@@ -39,6 +39,9 @@ pub enum BuildError {
     /// A sealed tree (the build venv) could not be checked, copied or recorded.
     #[error("build venv")]
     Sealed(#[source] vouch_fs::seal::SealError),
+    /// The build tools' lock: missing, stale, or a file the index served that it does not list.
+    #[error(transparent)]
+    Lock(#[from] crate::lock::LockError),
     /// `--work-dir` would wipe something vouch did not make.
     #[error("work directory {path:?}: {reason}")]
     WorkDir { path: PathBuf, reason: String },
