@@ -134,6 +134,7 @@ impl std::fmt::Display for HashMismatch {
 /// ```text
 ///     setuptools==80.9.0 from http://127.0.0.1:1234/files/setuptools-80.9.0-py3-none-any.whl:
 ///         Expected sha256 aaaa...
+///         Expected     or cccc...
 ///              Got        bbbb...
 /// ```
 /// pip has printed it this way since hash checking came (pip 8); anything else is left to the
@@ -143,7 +144,13 @@ pub fn parse_hash_mismatches(pip_output: &str) -> Vec<HashMismatch> {
     let mut current: Option<HashMismatch> = None;
     for line in pip_output.lines() {
         let t = line.trim();
-        if let Some(h) = t.strip_prefix("Expected sha256 ") {
+        if let Some(rest) = t.strip_prefix("Expected") {
+            // `Expected sha256 <hex>`, then `Expected     or <hex>` for each further hash.
+            let rest = rest.trim_start();
+            let h = rest
+                .strip_prefix("sha256")
+                .or_else(|| rest.strip_prefix("or"))
+                .unwrap_or(rest);
             if let Some(c) = current.as_mut() {
                 c.expected.push(h.trim().to_owned());
             }
@@ -527,12 +534,12 @@ mod tests {
 
     #[test]
     fn pip_hash_failures_are_read_with_both_digests() {
-        let out = "ERROR: THESE PACKAGES DO NOT MATCH THE HASHES FROM THE REQUIREMENTS FILE. If you have updated the package versions, please update the hashes. Otherwise, examine the package contents carefully; someone may have tampered with them.\n    setuptools==80.9.0 from http://127.0.0.1:41/f/setuptools-80.9.0-py3-none-any.whl:\n        Expected sha256 aaaa\n             Got        bbbb\n\n";
+        let out = "ERROR: THESE PACKAGES DO NOT MATCH THE HASHES FROM THE REQUIREMENTS FILE. If you have updated the package versions, please update the hashes. Otherwise, examine the package contents carefully; someone may have tampered with them.\n    setuptools==80.9.0 from http://127.0.0.1:41/f/setuptools-80.9.0-py3-none-any.whl:\n        Expected sha256 aaaa\n        Expected     or cccc\n             Got        bbbb\n\n";
         assert_eq!(
             parse_hash_mismatches(out),
             [HashMismatch {
                 requirement: "setuptools==80.9.0 from http://127.0.0.1:41/f/setuptools-80.9.0-py3-none-any.whl".into(),
-                expected: vec!["aaaa".into()],
+                expected: vec!["aaaa".into(), "cccc".into()],
                 got: "bbbb".into(),
             }]
         );
