@@ -15,7 +15,10 @@ use crate::common::{copy_sample, run, sha256_file, tempdir, vouch};
 /// The host interpreter's `X.Y`: the test profile's one Python.
 fn host_python() -> String {
     let out = std::process::Command::new("python3")
-        .args(["-c", "import sys; print(f'{sys.version_info[0]}.{sys.version_info[1]}')"])
+        .args([
+            "-c",
+            "import sys; print(f'{sys.version_info[0]}.{sys.version_info[1]}')",
+        ])
         .output()
         .unwrap();
     String::from_utf8(out.stdout).unwrap().trim().to_owned()
@@ -32,7 +35,14 @@ fn wheels() -> PathBuf {
         let mut reqs = vouch_build::lock::tool_requirements(vouch_core::Platform::Linux64);
         reqs.push(format!("uv=={}", vouch_build::lock::UV_VERSION));
         let status = std::process::Command::new("python3")
-            .args(["-m", "pip", "download", "--quiet", "--only-binary=:all:", "-d"])
+            .args([
+                "-m",
+                "pip",
+                "download",
+                "--quiet",
+                "--only-binary=:all:",
+                "-d",
+            ])
             .arg(&dir)
             .args(&reqs)
             .status()
@@ -207,11 +217,19 @@ fn freeze(record: &serde_json::Value) -> Vec<String> {
         .as_array()
         .expect("the record lists the locked tools")
         .iter()
-        .map(|t| format!("{}=={} sha256:{}", t["name"].as_str().unwrap(), t["version"].as_str().unwrap(), t["sha256"].as_str().unwrap()))
+        .map(|t| {
+            format!(
+                "{}=={} sha256:{}",
+                t["name"].as_str().unwrap(),
+                t["version"].as_str().unwrap(),
+                t["sha256"].as_str().unwrap()
+            )
+        })
         .collect()
 }
 
 #[test]
+#[allow(clippy::print_stderr)] // the two freezes, for the acceptance note (`--nocapture`)
 fn lock_is_stable_and_a_locked_build_reinstalls_the_same_tools() {
     let index = Index::start(&wheels());
     let tmp = tempdir();
@@ -224,13 +242,24 @@ fn lock_is_stable_and_a_locked_build_reinstalls_the_same_tools() {
     let bytes = std::fs::read(&lock_file).unwrap();
     let second = lock(&index, &cache, &src);
     assert_eq!(second.code, 0, "{}", second.stderr);
-    assert_eq!(std::fs::read(&lock_file).unwrap(), bytes, "a second `vouch lock` changed the lock");
+    assert_eq!(
+        std::fs::read(&lock_file).unwrap(),
+        bytes,
+        "a second `vouch lock` changed the lock"
+    );
     assert!(second.stdout.contains("unchanged"), "{}", second.stdout);
     let text = String::from_utf8(bytes).unwrap();
     // Every line pins one version with the sha256 of the very wheel the index serves.
-    for (file, data) in std::fs::read_dir(wheels()).unwrap().flatten().map(|e| (e.file_name().to_string_lossy().into_owned(), e.path())) {
+    for (file, data) in std::fs::read_dir(wheels())
+        .unwrap()
+        .flatten()
+        .map(|e| (e.file_name().to_string_lossy().into_owned(), e.path()))
+    {
         if file.ends_with(".whl") && !file.starts_with("uv-") {
-            assert!(text.contains(&sha256_file(&data)), "{file} is not in the lock:\n{text}");
+            assert!(
+                text.contains(&sha256_file(&data)),
+                "{file} is not in the lock:\n{text}"
+            );
         }
     }
 
@@ -242,7 +271,10 @@ fn lock_is_stable_and_a_locked_build_reinstalls_the_same_tools() {
     std::fs::remove_dir_all(&venvs).unwrap();
     let two = build(&index, &cache, &src, &out);
     assert_eq!(two.code, 0, "{}", two.stderr);
-    assert!(index.downloads.load(Ordering::SeqCst) > before, "the second build did not install again");
+    assert!(
+        index.downloads.load(Ordering::SeqCst) > before,
+        "the second build did not install again"
+    );
 
     let (one, two) = (one.json(), two.json());
     eprintln!("before deleting the venv:\n  {}", freeze(&one).join("\n  "));
@@ -255,11 +287,16 @@ fn lock_is_stable_and_a_locked_build_reinstalls_the_same_tools() {
     // The record's digests are those of the served files, not the lock's other candidates.
     for tool in one["build_lock"]["tools"].as_array().unwrap() {
         let file = wheels().join(tool["file"].as_str().unwrap());
-        assert_eq!(tool["sha256"].as_str().unwrap(), sha256_file(&file), "{tool}");
+        assert_eq!(
+            tool["sha256"].as_str().unwrap(),
+            sha256_file(&file),
+            "{tool}"
+        );
     }
 }
 
 #[test]
+#[allow(clippy::print_stderr)] // the refusal as a user sees it (`--nocapture`)
 fn an_index_serving_another_file_for_a_pinned_version_is_refused() {
     let index = Index::start(&wheels());
     let tmp = tempdir();
@@ -287,7 +324,11 @@ fn an_index_serving_another_file_for_a_pinned_version_is_refused() {
         sha256_file(&served.path()),
         format!("got sha256 {got}"),
     ] {
-        assert!(refused.stderr.contains(&want), "{want:?} not in:\n{}", refused.stderr);
+        assert!(
+            refused.stderr.contains(&want),
+            "{want:?} not in:\n{}",
+            refused.stderr
+        );
     }
     // Nothing half-installed is left for a later build to pick up.
     let left: Vec<String> = std::fs::read_dir(cache.join("untrusted/venvs"))

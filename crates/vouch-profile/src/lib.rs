@@ -503,7 +503,6 @@ impl Profile {
         platform: &str,
         route: (Route, Option<String>),
         extra: &BTreeMap<String, String>,
-        build_requires: &[String],
     ) -> Cell {
         let f = &self.flavors[flavor];
         // Profile data keeps platforms as written, so a bad one is reported with its key.
@@ -525,7 +524,7 @@ impl Profile {
             route: route.0,
             route_reason: route.1,
             env,
-            build_requires: build_requires.to_vec(),
+            build_requires: Vec::new(),
         }
     }
 
@@ -548,21 +547,21 @@ impl Profile {
                         pl,
                         (Route::Wheel, None),
                         &BTreeMap::new(),
-                        &[],
                     ));
                 }
             }
         }
         for t in &self.source_targets {
-            cells.push(self.cell(
+            let mut cell = self.cell(
                 t.name.clone(),
                 &t.flavor,
                 &t.python,
                 &t.platform,
                 (Route::Source, Some(t.reason.clone())),
                 &t.env,
-                &t.build_requires,
-            ));
+            );
+            cell.build_requires = t.build_requires.clone();
+            cells.push(cell);
         }
         cells
     }
