@@ -80,6 +80,10 @@ pub enum Command {
     Audit(AuditArgs),
     /// Rebuild a wheel from the source its provenance names and compare the bytes.
     Rebuild(RebuildArgs),
+    /// Regenerate a profile's hash-locked build tools: one lock file per Python version and
+    /// platform of the matrix, one per cell with extra build requirements (`uv pip compile
+    /// --generate-hashes`, with uv installed by its pinned wheel hash).
+    Lock(LockArgs),
     /// Print the build matrix a profile defines.
     Plan(PlanArgs),
     /// Print a cell's build-inputs digest (what a build reads, hashed).
@@ -410,6 +414,35 @@ pub enum CacheCommand {
         #[arg(long, value_name = "FILE")]
         out: Option<PathBuf>,
     },
+}
+
+#[derive(Args, Debug)]
+pub struct LockArgs {
+    /// The project profile (its `[lock]` section says where the lock files go).
+    #[arg(long, default_value = "vouch.toml", value_name = "FILE")]
+    pub profile: PathBuf,
+    /// The project's source tree or sdist, whose `build-system.requires` are locked
+    /// [default: the profile's `lock.requires`].
+    #[arg(long, value_name = "DIR|SDIST")]
+    pub source: Option<PathBuf>,
+    /// The package index to resolve against, instead of PyPI (a mirror, a test index).
+    #[arg(long, value_name = "URL")]
+    pub index_url: Option<String>,
+    /// Resolve every requirement to its newest allowed version; otherwise the pins of the
+    /// existing lock files are kept where they still satisfy the inputs.
+    #[arg(long)]
+    pub upgrade: bool,
+    /// Write nothing; exit 1 when a lock file is missing or would change.
+    #[arg(long, conflicts_with = "upgrade")]
+    pub check: bool,
+    /// The interpreter whose pip installs uv [default: python3 on PATH].
+    #[arg(long, value_name = "PATH")]
+    pub python: Option<PathBuf>,
+    /// uv's cache goes to `<DIR>/uv` [default: $XDG_CACHE_HOME/vouch or ~/.cache/vouch].
+    #[arg(long, env = "VOUCH_CACHE_DIR", value_name = "DIR")]
+    pub cache_dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub common: Common,
 }
 
 #[derive(Args, Debug)]

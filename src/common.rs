@@ -67,6 +67,7 @@ pub fn build_options(
         prefix_maps: Vec::new(),
         patch: None,
         repair: None,
+        lock: None,
         trust: trust_level(None),
         seal_key: env.tools.seal_key()?,
     })

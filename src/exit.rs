@@ -215,6 +215,7 @@ static CLASSIFIERS: &[(&str, Classifier)] = classifiers![
     vouch_profile::ProfileError,
     vouch_wheel::WheelError,
     vouch_build::BuildError,
+    vouch_build::LockError,
     vouch_cell::CellError,
     vouch_toolchain::ToolchainError,
     vouch_cache::GatewayError,
@@ -353,6 +354,7 @@ impl Classify for vouch_build::BuildError {
     fn status(&self) -> Option<Status> {
         Some(match self {
             vouch_build::BuildError::Wheel(w) => return w.status(),
+            vouch_build::BuildError::Lock(e) => return e.status(),
             vouch_build::BuildError::Io { .. } => Status::Io,
             vouch_build::BuildError::Project { .. }
             | vouch_build::BuildError::Epoch(_)
@@ -366,6 +368,18 @@ impl Classify for vouch_build::BuildError {
             vouch_build::BuildError::Failed { .. } | vouch_build::BuildError::WheelCount { .. } => {
                 Status::BuildFailed
             }
+        })
+    }
+}
+
+impl Classify for vouch_build::LockError {
+    fn status(&self) -> Option<Status> {
+        use vouch_build::LockError as L;
+        Some(match self {
+            L::Missing { .. } | L::Stale { .. } | L::BadRequirement { .. } => Status::InvalidInput,
+            L::Io { .. } => Status::Io,
+            L::HashMismatch { .. } => Status::Digest,
+            L::NotInstalled { .. } | L::Report { .. } => Status::Environment,
         })
     }
 }

@@ -15,8 +15,8 @@ use clap::Parser as _;
 
 use cli::{Cli, Command};
 use commands::{
-    attest, audit, build, cache, demo, dispatch, fetch, plan, pr_run, toolchain, verify, wheel,
-    workflows,
+    attest, audit, build, cache, demo, dispatch, fetch, lock, plan, pr_run, toolchain, verify,
+    wheel, workflows,
 };
 
 fn main() -> ExitCode {
@@ -52,6 +52,7 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::PrRun(cmd) => pr_run::run(cmd),
         Command::Audit(args) => audit::audit(args),
         Command::Rebuild(args) => audit::rebuild(args),
+        Command::Lock(args) => lock::lock(args),
         Command::Plan(args) => plan::plan(args),
         Command::Inputs(args) => plan::inputs(args),
     }

@@ -9,6 +9,7 @@ pub mod cache;
 pub mod demo;
 pub mod dispatch;
 pub mod fetch;
+pub mod lock;
 pub mod plan;
 pub mod pr_run;
 pub mod toolchain;

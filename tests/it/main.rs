@@ -17,6 +17,7 @@ mod dispatch;
 mod fetch;
 mod flexci;
 mod kernel_cache;
+mod lock;
 mod profile;
 mod provenance;
 mod prsign;

@@ -42,6 +42,9 @@ pub enum BuildError {
     /// A release wheel could not be repaired (no tool in the venv, or it kept its tag).
     #[error("repairing {wheel}: {reason}")]
     Repair { wheel: String, reason: String },
+    /// The build tools' lock: missing, stale, or a file the index served that it does not list.
+    #[error(transparent)]
+    Lock(#[from] crate::lock::LockError),
     /// `--work-dir` would wipe something vouch did not make.
     #[error("work directory {path:?}: {reason}")]
     WorkDir { path: PathBuf, reason: String },

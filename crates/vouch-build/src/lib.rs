@@ -4,6 +4,7 @@
 
 mod epoch;
 mod error;
+pub mod lock;
 mod pyproject;
 mod repair;
 mod source;
@@ -17,6 +18,7 @@ use serde::Serialize;
 
 pub use epoch::{EpochSource, parse_epoch, source_date_epoch};
 pub use error::BuildError;
+pub use lock::{BuildLock, LockError, LockedTool};
 pub use pyproject::BuildSystem;
 pub use repair::{Repair, RepairOutcome};
 pub use source::unpack_sdist;
@@ -50,6 +52,9 @@ pub struct BuildOptions {
     pub patch: Option<SourcePatch>,
     /// Runs between the PEP 517 build and normalization (`auditwheel`/`delvewheel repair`).
     pub repair: Option<Repair>,
+    /// The hash-locked requirements file the build venv is installed from ([`lock`]); `None`
+    /// installs [`BUILD_TOOL_PINS`] and the project's requirements unhashed.
+    pub lock: Option<PathBuf>,
     /// Which cache root the build's venv (and toolkit) come from.
     pub trust: TrustLevel,
     /// Authenticates the seal records of what this build reuses (see [`vouch_fs::seal`]).
@@ -100,6 +105,9 @@ pub struct BuildOutput {
     pub python: String,
     /// `name==version` of everything in the build venv.
     pub build_tools: Vec<String>,
+    /// The lock the venv was installed from, with each tool's wheel and sha256.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub build_lock: Option<BuildLock>,
     pub seconds: f64,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub repair: Option<RepairOutcome>,
@@ -235,6 +243,7 @@ pub fn build_wheel(options: &BuildOptions) -> Result<BuildOutput, BuildError> {
     let sealed = SealedVenv::ensure(
         &python,
         &build_system,
+        options.lock.as_deref(),
         &options.trust.root(&options.cache_dir).join("venvs"),
         options.seal_key.as_deref(),
     )?;
@@ -318,6 +327,7 @@ pub fn build_wheel(options: &BuildOptions) -> Result<BuildOutput, BuildError> {
         epoch_source,
         python: python.version,
         build_tools: venv.frozen,
+        build_lock: venv.lock,
         seconds: started.elapsed().as_secs_f64(),
         repair,
     })

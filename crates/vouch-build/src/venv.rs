@@ -1,6 +1,9 @@
-//! The build venv: one per (interpreter, build requirements), created once, sealed, and
-//! copied (verified) into each build's work directory, so no build can change what a later
-//! build runs.
+//! The build venv: one per (interpreter, lock file), created once, sealed, and copied
+//! (verified) into each build's work directory, so no build can change what a later build
+//! runs. With a lock ([`crate::lock`]) every file is hash-checked by pip and the venv's cache
+//! key is the lock's sha256; without one (a plain `vouch build` of a project no profile
+//! locks) vouch's pins and the project's requirements are installed unhashed, and the build
+//! output says so (`build_lock` is absent).
 
 use std::path::{Path, PathBuf};
 
@@ -8,6 +11,7 @@ use sha2::{Digest as _, Sha256};
 
 use vouch_fs::seal::{Seal, SealError, SealKey};
 
+use crate::lock::{BuildLock, LockError, LockFile, parse_hash_mismatches, tools_from_report};
 use crate::{BuildError, BuildSystem, run_logged, scrubbed_command};
 
 /// Build front-end and backend versions vouch pins, so a rebuild months later runs the same
@@ -68,6 +72,8 @@ pub struct Venv {
     pub python: PathBuf,
     /// `pip freeze` of the venv, for the build record.
     pub frozen: Vec<String>,
+    /// The lock it was installed from, and each tool's file and sha256.
+    pub lock: Option<BuildLock>,
 }
 
 /// The venv for one (interpreter, build requirements), created once, sealed
@@ -77,11 +83,14 @@ pub struct SealedVenv {
     pub root: PathBuf,
     seal: Seal,
     frozen: Vec<String>,
+    lock: Option<BuildLock>,
     /// Whether an existing venv was reused (after its check) or one was created.
     pub reused: bool,
 }
 
 const FREEZE_FILE: &str = "vouch-freeze.txt";
+/// The [`BuildLock`] of a locked venv, sealed with it.
+const LOCK_RECORD_FILE: &str = "vouch-lock.json";
 
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> BuildError + '_ {
     move |source| BuildError::Io {
@@ -95,7 +104,7 @@ fn seal_err(e: SealError) -> BuildError {
 }
 
 /// `bin` on POSIX, `Scripts` on Windows.
-fn scripts_dir(root: &Path) -> PathBuf {
+pub(crate) fn scripts_dir(root: &Path) -> PathBuf {
     if root.join("Scripts").is_dir() {
         root.join("Scripts")
     } else {
@@ -103,7 +112,7 @@ fn scripts_dir(root: &Path) -> PathBuf {
     }
 }
 
-fn venv_python(root: &Path) -> PathBuf {
+pub(crate) fn venv_python(root: &Path) -> PathBuf {
     let dir = scripts_dir(root);
     if dir.ends_with("Scripts") {
         dir.join("python.exe")
@@ -112,30 +121,137 @@ fn venv_python(root: &Path) -> PathBuf {
     }
 }
 
+/// How the venv gets its packages: from a lock, or (no lock) from vouch's pins and the
+/// project's requirements, unhashed.
+enum Source<'a> {
+    Locked(LockFile),
+    Unlocked(&'a [String]),
+}
+
+impl Source<'_> {
+    /// The venv's cache key: the interpreter, and the lock's sha256 or the requirement strings.
+    fn key(&self, python: &Python) -> String {
+        let mut key = Sha256::new();
+        let mut part = |p: &str| {
+            key.update(p.as_bytes());
+            key.update([0]);
+        };
+        part(python.executable.to_string_lossy().as_ref());
+        part(python.version.as_str());
+        match self {
+            Source::Locked(lock) => {
+                part("lock");
+                part(&lock.sha256.to_string());
+            }
+            Source::Unlocked(requires) => {
+                BUILD_TOOL_PINS.iter().for_each(|p| part(p));
+                requires.iter().for_each(|r| part(r));
+            }
+        }
+        hex_prefix(&key.finalize())
+    }
+
+    /// Installs into the staged venv; returns the lock record for a locked install.
+    fn install(&self, python: &Path, staging: &Path) -> Result<Option<BuildLock>, BuildError> {
+        match self {
+            Source::Unlocked(requires) => {
+                let constraints = staging.join("vouch-constraints.txt");
+                std::fs::write(&constraints, BUILD_TOOL_PINS.join("\n") + "\n")
+                    .map_err(io(&constraints))?;
+                let mut cmd = scrubbed_command(python);
+                cmd.args(["-m", "pip", "install", "--quiet", "-c"])
+                    .arg(&constraints)
+                    .args(BUILD_TOOL_PINS)
+                    .args(requires.iter());
+                run_logged(cmd, "pip install of the build requirements")?;
+                std::fs::remove_file(&constraints).map_err(io(&constraints))?;
+                Ok(None)
+            }
+            Source::Locked(lock) => {
+                // The report goes outside the venv: it names the index's URLs.
+                let report_dir = tempfile::tempdir().map_err(io(&std::env::temp_dir()))?;
+                let report = report_dir.path().join("pip-report.json");
+                let mut cmd = scrubbed_command(python);
+                cmd.args([
+                    "-m",
+                    "pip",
+                    "install",
+                    "--quiet",
+                    "--require-hashes",
+                    "--no-deps",
+                    "--only-binary=:all:",
+                    "--report",
+                ])
+                .arg(&report)
+                .arg("-r")
+                .arg(&lock.path);
+                match run_logged(cmd, "pip install of the locked build tools") {
+                    Ok(_) => {}
+                    Err(BuildError::Failed { output_tail, .. })
+                        if !parse_hash_mismatches(&output_tail).is_empty() =>
+                    {
+                        return Err(LockError::HashMismatch {
+                            lock: lock.path.clone(),
+                            mismatches: parse_hash_mismatches(&output_tail),
+                        }
+                        .into());
+                    }
+                    Err(e) => return Err(e),
+                }
+                let tools = tools_from_report(&report, lock)?;
+                Ok(Some(BuildLock {
+                    file: lock
+                        .path
+                        .file_name()
+                        .unwrap_or_default()
+                        .to_string_lossy()
+                        .into_owned(),
+                    sha256: lock.sha256.to_string(),
+                    tools,
+                }))
+            }
+        }
+    }
+}
+
+fn read_lock_record(root: &Path) -> Result<Option<BuildLock>, BuildError> {
+    let path = root.join(LOCK_RECORD_FILE);
+    match std::fs::read(&path) {
+        Ok(bytes) => serde_json::from_slice(&bytes)
+            .map(Some)
+            .map_err(|e| BuildError::Io {
+                path,
+                source: std::io::Error::other(e),
+            }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(io(&path)(e)),
+    }
+}
+
 impl SealedVenv {
     /// Returns the sealed venv for this interpreter and these requirements under `venvs`,
-    /// creating it if needed. A venv whose check fails (anything added, removed or changed
-    /// since it was sealed) is moved aside and made again. Creation happens in a temporary
-    /// sibling renamed into place, so concurrent builds never see a half-installed venv.
+    /// creating it if needed. With `lock`, the venv is installed from that hash-locked file
+    /// (which must have been made from the project's `build-system.requires`) and keyed by its
+    /// sha256. A venv whose check fails (anything added, removed or changed since it was
+    /// sealed) is moved aside and made again. Creation happens in a temporary sibling renamed
+    /// into place, so concurrent builds never see a half-installed venv, and a failed install
+    /// (a hash the lock does not list) leaves nothing behind.
     pub fn ensure(
         python: &Python,
         system: &BuildSystem,
+        lock: Option<&Path>,
         venvs: &Path,
         seal_key: Option<&SealKey>,
     ) -> Result<SealedVenv, BuildError> {
-        let mut key = Sha256::new();
-        for part in [
-            python.executable.to_string_lossy().as_ref(),
-            python.version.as_str(),
-        ]
-        .into_iter()
-        .chain(BUILD_TOOL_PINS.iter().copied())
-        .chain(system.requires.iter().map(String::as_str))
-        {
-            key.update(part.as_bytes());
-            key.update([0]);
-        }
-        let key = hex_prefix(&key.finalize());
+        let source = match lock {
+            Some(path) => {
+                let lock = LockFile::read(path)?;
+                lock.check_covers(system.requires.iter().map(String::as_str))?;
+                Source::Locked(lock)
+            }
+            None => Source::Unlocked(&system.requires),
+        };
+        let key = source.key(python);
         let root = venvs.join(format!("py{}-{key}", python.version));
         let seal_path = venvs.join(format!("py{}-{key}.seal.json", python.version));
         std::fs::create_dir_all(venvs).map_err(io(venvs))?;
@@ -165,6 +281,7 @@ impl SealedVenv {
                         "reusing the sealed build venv"
                     );
                     return Ok(SealedVenv {
+                        lock: read_lock_record(&root)?,
                         root,
                         seal,
                         frozen,
@@ -190,15 +307,7 @@ impl SealedVenv {
         run_logged(cmd, "python -m venv")?;
 
         let staged_python = venv_python(staging.path());
-        let constraints = staging.path().join("vouch-constraints.txt");
-        std::fs::write(&constraints, BUILD_TOOL_PINS.join("\n") + "\n")
-            .map_err(io(&constraints))?;
-        let mut cmd = scrubbed_command(&staged_python);
-        cmd.args(["-m", "pip", "install", "--quiet", "-c"])
-            .arg(&constraints)
-            .args(BUILD_TOOL_PINS)
-            .args(&system.requires);
-        run_logged(cmd, "pip install of the build requirements")?;
+        let lock = source.install(&staged_python, staging.path())?;
 
         let mut cmd = scrubbed_command(&staged_python);
         cmd.args(["-m", "pip", "freeze", "--all"]);
@@ -217,6 +326,11 @@ impl SealedVenv {
             .collect();
         let staged_freeze = staging.path().join(FREEZE_FILE);
         std::fs::write(&staged_freeze, frozen.join("\n") + "\n").map_err(io(&staged_freeze))?;
+        if let Some(record) = &lock {
+            let path = staging.path().join(LOCK_RECORD_FILE);
+            let json = serde_json::to_vec_pretty(record).expect("a lock record serializes");
+            std::fs::write(&path, json).map_err(io(&path))?;
+        }
 
         let staged = staging.keep();
         if let Err(e) = std::fs::rename(&staged, &root) {
@@ -228,6 +342,7 @@ impl SealedVenv {
             let seal = Seal::read(&seal_path, seal_key).map_err(seal_err)?;
             seal.check(&root, false).map_err(seal_err)?;
             return Ok(SealedVenv {
+                lock: read_lock_record(&root)?,
                 root,
                 seal,
                 frozen,
@@ -240,6 +355,7 @@ impl SealedVenv {
             root,
             seal,
             frozen,
+            lock,
             reused: false,
         })
     }
@@ -275,6 +391,7 @@ impl SealedVenv {
             python: venv_python(dest),
             root: dest.to_owned(),
             frozen: self.frozen.clone(),
+            lock: self.lock.clone(),
         })
     }
 }

@@ -288,6 +288,7 @@ pub fn build_cell(job: CellJob<'_>, reporter: &dyn Reporter) -> Result<CellOutco
 
     options.source = source.clone();
     options.out_dir = out.clone();
+    options.lock = profile.lock_file(&cell);
     options.source_date_epoch = options.source_date_epoch.or(sdist_epoch);
     let toolchain_started = Instant::now();
     let installed = install_toolchain(
@@ -372,6 +373,7 @@ pub fn build_cell(job: CellJob<'_>, reporter: &dyn Reporter) -> Result<CellOutco
         repair: built.repair.clone(),
         env: cell_env,
         build_tools: built.build_tools.clone(),
+        build_lock: built.build_lock.clone(),
         seconds: Durations {
             toolchain: toolchain_seconds,
             build: build_seconds,

@@ -33,6 +33,10 @@ pub struct CellRecord {
     /// The variables the cell set for the build (never secrets: profile values).
     pub env: BTreeMap<String, String>,
     pub build_tools: Vec<String>,
+    /// The lock the build venv was installed from: each tool's wheel and sha256. Absent for a
+    /// profile without `[lock]`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub build_lock: Option<vouch_build::BuildLock>,
     pub seconds: Durations,
     /// Set when the wheel was copied from an earlier build with the same inputs digest.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -38,6 +38,15 @@ pub fn normalize_dist_name(name: &str) -> String {
     out
 }
 
+/// Whether `s` can go on a line of a pip/uv requirements file as one requirement (PEP 508)
+/// and nothing else: it starts with a project name, so it is never an option such as
+/// `--index-url`, and it has no second line or ` -` option after it.
+pub fn is_single_requirement(s: &str) -> bool {
+    s.chars().next().is_some_and(|c| c.is_ascii_alphanumeric())
+        && !s.contains(['\n', '\r'])
+        && !s.contains(" -")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -115,6 +115,15 @@ pub fn inputs_digest(
             ));
         }
     }
+    // The build tools by their lock's bytes; a missing lock fails the build itself, with the
+    // command that makes it.
+    if let Some(lock) = profile.lock_file(cell) {
+        explain.push(if lock.is_file() {
+            format!("build lock {}", hash_file(&lock)?)
+        } else {
+            format!("build lock missing {}", lock.display())
+        });
+    }
     // Repair settings change the wheel's tag and bundled libraries.
     if let Some(r) = &profile.repair {
         explain.push(format!(

@@ -4,6 +4,7 @@
 
 mod cache;
 mod inputs;
+mod lock;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -17,6 +18,7 @@ pub use cache::{
     SCCACHE_DEFAULT_VERSION, SccachePin,
 };
 pub use inputs::{InputsDigest, inputs_digest};
+pub use lock::{LockSet, LockSpec};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ProfileError {
@@ -109,6 +111,10 @@ pub struct SourceTarget {
     pub reason: String,
     #[serde(default)]
     pub env: BTreeMap<String, String>,
+    /// Build requirements this cell needs beyond the project's (e.g. `cuda-python` for
+    /// `CUPY_USE_CUDA_PYTHON=1`), installed from the cell's own lock file.
+    #[serde(default)]
+    pub build_requires: Vec<String>,
 }
 
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq, Eq)]
@@ -144,6 +150,10 @@ pub struct Profile {
     /// `auditwheel repair` settings for Linux cells (run when auditwheel is on PATH).
     #[serde(default)]
     pub repair: Option<RepairSpec>,
+    /// The hash-locked build tools (`vouch lock`): where the lock files live and the
+    /// project's build requirements. Without it, builds install the tools unhashed.
+    #[serde(default)]
+    pub lock: Option<LockSpec>,
     /// What `vouch workflows generate` needs besides the matrix: how the workflows install
     /// vouch, who may ask for a pull-request build, where builds are dispatched, extra steps.
     #[serde(default)]
@@ -281,6 +291,9 @@ pub struct Cell {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub route_reason: Option<String>,
     pub env: BTreeMap<String, String>,
+    /// Extra build requirements (a source target's `build_requires`), locked per cell.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub build_requires: Vec<String>,
 }
 
 /// How a cell's wheel may come to be.
@@ -481,6 +494,7 @@ impl Profile {
         if let Some(w) = &p.workflows {
             w.cache.validate().map_err(|m| invalid(origin, m))?;
         }
+        lock::validate(&p).map_err(|m| invalid(origin, m))?;
         for t in &p.source_targets {
             if !p.flavors.contains_key(&t.flavor) {
                 return Err(invalid(
@@ -528,6 +542,7 @@ impl Profile {
             route: route.0,
             route_reason: route.1,
             env,
+            build_requires: Vec::new(),
         }
     }
 
@@ -555,14 +570,16 @@ impl Profile {
             }
         }
         for t in &self.source_targets {
-            cells.push(self.cell(
+            let mut cell = self.cell(
                 t.name.clone(),
                 &t.flavor,
                 &t.python,
                 &t.platform,
                 (Route::Source, Some(t.reason.clone())),
                 &t.env,
-            ));
+            );
+            cell.build_requires = t.build_requires.clone();
+            cells.push(cell);
         }
         cells
     }
