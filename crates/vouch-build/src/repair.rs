@@ -230,7 +230,7 @@ pub(crate) fn repair_wheel(
     let before = members(raw)?;
     let grafted = members(wheel)?
         .into_iter()
-        .filter(|m| !before.contains(m) && !m.ends_with("/RECORD"))
+        .filter(|m| !before.contains(m) && !m.ends_with('/') && !m.ends_with("/RECORD"))
         .collect();
     Ok((
         wheel.clone(),
