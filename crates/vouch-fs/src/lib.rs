@@ -94,17 +94,9 @@ impl io::Read for Output {
     }
 }
 
-/// An exclusive lock on `path` (created if missing, never truncated), held until the returned
-/// file is dropped; blocks while another process holds it.
-pub fn lock_file(path: &Path) -> io::Result<std::fs::File> {
-    let file = std::fs::File::options()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(path)?;
-    file.lock()?;
-    Ok(file)
-}
+/// An exclusive lock on `path`, held until the returned file is dropped: the host seam's
+/// ([`vouch_core::host`]), so locking is one thing on POSIX and Windows alike.
+pub use vouch_core::host::lock_exclusive as lock_file;
 
 /// Writes `data` to `dest` atomically with the given mode.
 pub fn write_atomically(dest: &Path, data: &[u8], mode: Mode) -> io::Result<()> {

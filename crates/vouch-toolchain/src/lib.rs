@@ -524,7 +524,9 @@ fn run(cmd: Command, what: &str) -> Result<String, ToolchainError> {
 }
 
 fn nvcc_version(cuda_path: &Path) -> Option<String> {
-    let nvcc = cuda_path.join("bin").join("nvcc");
+    let nvcc = cuda_path
+        .join("bin")
+        .join(vouch_core::host::HostLayout::current().executable("nvcc"));
     if !nvcc.exists() {
         return None;
     }
