@@ -229,6 +229,7 @@ static CLASSIFIERS: &[(&str, Classifier)] = classifiers![
     vouch_core::DigestError,
     vouch_core::portable_path::PortableNameError,
     vouch_core::portable_path::Collision,
+    vouch_core::host::PathListError,
     vouch_attest::ContextError,
     vouch_attest::SignError,
     vouch_attest::SignerError,
@@ -485,7 +486,7 @@ always! {
     // Malformed values: a scope, an artifact name, a digest, a portable path, a run context.
     InvalidInput: vouch_cache::ScopeError, vouch_core::NameError, vouch_core::DigestError,
         vouch_core::portable_path::PortableNameError, vouch_core::portable_path::Collision,
-        vouch_attest::ContextError, serde_json::Error, vouch_workflows::explain::expr::ExprError;
+        vouch_core::host::PathListError, vouch_attest::ContextError, serde_json::Error, vouch_workflows::explain::expr::ExprError;
     Environment: vouch_cache::ToolError;
     Download: vouch_github::GithubError;
     // A pin failure becomes a rejected candidate; alone it means no artifact comes from the

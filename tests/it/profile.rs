@@ -31,6 +31,43 @@ fn cupy_matrix_for_github() {
             "cuda12x-py3.12-linux-64-cuda-python"
         ]
     );
+    // Linux cells build in the digest-pinned manylinux_2_28 image of their machine, with its
+    // interpreter; Windows cells on the runner, with actions/setup-python.
+    for c in cells {
+        let (platform, python) = (
+            c["platform"].as_str().unwrap(),
+            c["python"].as_str().unwrap(),
+        );
+        let (container, path) = (
+            c["container"].as_str().unwrap(),
+            c["python_path"].as_str().unwrap(),
+        );
+        match platform {
+            "win-64" => assert_eq!((container, path), ("", ""), "{c}"),
+            _ => {
+                let arch = if platform == "linux-64" {
+                    "x86_64"
+                } else {
+                    "aarch64"
+                };
+                let prefix = format!("quay.io/pypa/manylinux_2_28_{arch}@sha256:");
+                assert!(
+                    container.starts_with(&prefix) && container.len() == prefix.len() + 64,
+                    "{c}"
+                );
+                let v: vouch_core::PythonVersion = python.parse().unwrap();
+                let tag = format!(
+                    "cp{}{}-cp{}{}{}",
+                    v.major,
+                    v.minor,
+                    v.major,
+                    v.minor,
+                    if v.free_threaded { "t" } else { "" }
+                );
+                assert_eq!(path, format!("/opt/python/{tag}/bin/python"), "{c}");
+            }
+        }
+    }
     let json = run(vouch()
         .args(["plan", "--format", "json", "--profile"])
         .arg(cupy_profile()))
@@ -308,10 +345,10 @@ fn workflows_generate_then_check_catches_a_one_line_edit() {
         ----- stdout -----
         --- a/vouch-build.yml
         +++ b/vouch-build.yml
-        @@ -142,7 +142,7 @@
-             # A push: trusted code and trusted secrets.
-             if: github.event_name == 'push'
-             runs-on: ${{ matrix.runner }}
+        @@ -199,7 +199,7 @@
+             # A Linux cell builds in the profile's manylinux image (pinned by digest), so its wheel
+             # links against that image's glibc, not the runner's; an empty value runs on the runner.
+             container: ${{ matrix.container }} # zizmor: ignore[unpinned-images] -- the profile refuses an image not pinned by @sha256
         -    timeout-minutes: 30
         +    timeout-minutes: 240
              # The seal key (and the Redis cache's push password) live in this environment (default
@@ -335,10 +372,10 @@ fn workflows_generate_then_check_catches_a_one_line_edit() {
             ----- stdout -----
             --- a/vouch-build.yml
             +++ b/vouch-build.yml
-            @@ -142,7 +142,7 @@
-                 # A push: trusted code and trusted secrets.
-                 if: github.event_name == 'push'
-                 runs-on: ${{ matrix.runner }}
+            @@ -199,7 +199,7 @@
+                 # A Linux cell builds in the profile's manylinux image (pinned by digest), so its wheel
+                 # links against that image's glibc, not the runner's; an empty value runs on the runner.
+                 container: ${{ matrix.container }} # zizmor: ignore[unpinned-images] -- the profile refuses an image not pinned by @sha256
             -    timeout-minutes: 30
             +    timeout-minutes: 240
                  # The seal key (and the Redis cache's push password) live in this environment (default

@@ -434,8 +434,7 @@ impl Uv {
         ])
         .arg(&req);
         crate::run_logged(cmd, "pip install of uv (hash-pinned)")?;
-        let program =
-            crate::venv::scripts_dir(&venv).join(format!("uv{}", std::env::consts::EXE_SUFFIX));
+        let program = vouch_core::host::HostLayout::current().venv_program(&venv, "uv");
         Ok(Uv { program, _dir: dir })
     }
 

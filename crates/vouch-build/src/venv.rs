@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 
 use sha2::{Digest as _, Sha256};
 
+use vouch_core::host::HostLayout;
 use vouch_fs::seal::{Seal, SealError, SealKey};
 
 use crate::lock::{BuildLock, LockError, LockFile, parse_hash_mismatches, tools_from_report};
@@ -103,22 +104,9 @@ fn seal_err(e: SealError) -> BuildError {
     BuildError::Sealed(e)
 }
 
-/// `bin` on POSIX, `Scripts` on Windows.
-pub(crate) fn scripts_dir(root: &Path) -> PathBuf {
-    if root.join("Scripts").is_dir() {
-        root.join("Scripts")
-    } else {
-        root.join("bin")
-    }
-}
-
+/// The venv's interpreter, as the host lays it out ([`HostLayout`]).
 pub(crate) fn venv_python(root: &Path) -> PathBuf {
-    let dir = scripts_dir(root);
-    if dir.ends_with("Scripts") {
-        dir.join("python.exe")
-    } else {
-        dir.join("python")
-    }
+    HostLayout::current().venv_python(root)
 }
 
 /// How the venv gets its packages: from a lock, or (no lock) from vouch's pins and the
@@ -366,12 +354,12 @@ impl SealedVenv {
         let started = std::time::Instant::now();
         let from = format!("#!{}", venv_python(&self.root).display());
         let to = format!("#!{}", venv_python(dest).display());
+        // Seal paths are `/`-separated on every host.
+        let scripts_prefix = format!("{}/", HostLayout::current().venv_scripts_dir());
         let checked = self
             .seal
             .copy_to(&self.root, dest, &|rel, bytes| {
-                if (rel.starts_with("bin/") || rel.starts_with("Scripts/"))
-                    && bytes.starts_with(from.as_bytes())
-                {
+                if rel.starts_with(scripts_prefix.as_str()) && bytes.starts_with(from.as_bytes()) {
                     let mut out = to.clone().into_bytes();
                     out.extend_from_slice(&bytes[from.len()..]);
                     out

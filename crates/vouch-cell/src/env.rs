@@ -44,7 +44,7 @@ pub(crate) fn cell_env(
     }
     if let Some(i) = toolkit {
         env.insert("CUDA_PATH".to_owned(), i.cuda_path.display().to_string());
-        let lib = std::env::join_paths(i.library_path())?;
+        let lib = vouch_core::host::HostLayout::current().join_path_list(i.library_path())?;
         env.insert(
             "LIBRARY_PATH".to_owned(),
             lib.to_string_lossy().into_owned(),

@@ -86,7 +86,7 @@ pub enum CellError {
         source: std::io::Error,
     },
     #[error("the toolkit's library directories do not form a search path")]
-    LibraryPath(#[from] std::env::JoinPathsError),
+    LibraryPath(#[from] vouch_core::host::PathListError),
     #[error(transparent)]
     Gateway(#[from] vouch_cache::GatewayError),
     #[error(transparent)]

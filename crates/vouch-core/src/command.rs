@@ -2,30 +2,34 @@
 //! environment and only the variables of [`PASSED`] that the caller asked for, so a token in
 //! vouch's own environment (`GITHUB_TOKEN`, a cache password) never reaches pip, a build
 //! backend, a compiler or a cache tool, and stray settings cannot make two builds differ.
+//!
+//! What a child cannot start without differs per host (`SYSTEMROOT` on Windows, `HOME` on
+//! POSIX) and Windows ignores the case of names: both come from [`HostLayout`].
 
 use std::ffi::OsStr;
 use std::process::Command;
 
+use crate::host::HostLayout;
+
 /// Why a variable may pass; a caller names the groups its child needs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Pass {
-    /// Finding programs and a writable home/temp directory. Every child gets these.
+    /// Finding programs and a writable home/temp directory: [`HostLayout::system_env`].
+    /// Every child gets these.
     System,
     /// Certificates and proxies, for children that reach the network (pip).
     Network,
     /// pip's own configuration (`PIP_*`: index, find-links, certificates).
     Pip,
-    /// The C/C++ toolchain the caller chose (`CC`, `CFLAGS`, ...).
+    /// The C/C++ toolchain the caller chose (`CC`, `CFLAGS`, ...), and on Windows the MSVC
+    /// environment a CI step set up ([`HostLayout::compiler_env`]).
     Compiler,
 }
 
-/// Every variable a child may inherit, and the group it belongs to. A name ending in `*` is a
-/// prefix.
+/// Every variable a child may inherit on any host, beyond the host's own
+/// ([`HostLayout::system_env`], [`HostLayout::compiler_env`]), and the group it belongs to. A
+/// name ending in `*` is a prefix.
 pub const PASSED: &[(&str, Pass)] = &[
-    ("PATH", Pass::System),
-    ("HOME", Pass::System),
-    ("TMPDIR", Pass::System),
-    ("LANG", Pass::System),
     ("SSL_CERT_FILE", Pass::Network),
     ("SSL_CERT_DIR", Pass::Network),
     ("HTTPS_PROXY", Pass::Network),
@@ -58,18 +62,29 @@ pub const PINNED: &[(&str, &str)] = &[
 /// compiler and auditwheel are started with.
 pub const BUILD: &[Pass] = &[Pass::System, Pass::Network, Pass::Pip, Pass::Compiler];
 
-fn passes(name: &str, groups: &[Pass]) -> bool {
-    PASSED.iter().any(|(pattern, group)| {
-        (*group == Pass::System || groups.contains(group))
-            && match pattern.strip_suffix('*') {
-                Some(prefix) => name.starts_with(prefix),
-                None => name == *pattern,
-            }
-    })
+fn passes(host: HostLayout, name: &str, groups: &[Pass]) -> bool {
+    let matches = |pattern: &&str| host.env_name_matches(pattern, name);
+    host.system_env().iter().any(matches)
+        || (groups.contains(&Pass::Compiler) && host.compiler_env().iter().any(matches))
+        || PASSED
+            .iter()
+            .any(|(pattern, group)| groups.contains(group) && matches(pattern))
 }
 
-/// The variables of `vars` a child with `groups` inherits, plus [`PINNED`].
+/// The variables of `vars` a child with `groups` inherits on this host, plus [`PINNED`].
 pub fn environment<K: AsRef<OsStr>, V>(
+    vars: impl IntoIterator<Item = (K, V)>,
+    groups: &[Pass],
+) -> Vec<(std::ffi::OsString, std::ffi::OsString)>
+where
+    V: AsRef<OsStr>,
+{
+    environment_on(HostLayout::current(), vars, groups)
+}
+
+/// [`environment`] as a `host` would compute it.
+pub fn environment_on<K: AsRef<OsStr>, V>(
+    host: HostLayout,
     vars: impl IntoIterator<Item = (K, V)>,
     groups: &[Pass],
 ) -> Vec<(std::ffi::OsString, std::ffi::OsString)>
@@ -79,9 +94,10 @@ where
     let mut out: Vec<_> = vars
         .into_iter()
         .filter(|(k, _)| {
-            k.as_ref()
-                .to_str()
-                .is_some_and(|name| passes(name, groups) && !PINNED.iter().any(|(p, _)| *p == name))
+            k.as_ref().to_str().is_some_and(|name| {
+                passes(host, name, groups)
+                    && !PINNED.iter().any(|(p, _)| host.same_env_name(p, name))
+            })
         })
         .map(|(k, v)| (k.as_ref().to_owned(), v.as_ref().to_owned()))
         .collect();
@@ -146,7 +162,7 @@ mod tests {
             ("TZ", "Europe/Berlin"),
         ];
         let names = |groups: &[Pass]| {
-            let mut v: Vec<String> = environment(caller, groups)
+            let mut v: Vec<String> = environment_on(HostLayout::Posix, caller, groups)
                 .into_iter()
                 .map(|(k, v)| format!("{}={}", k.to_string_lossy(), v.to_string_lossy()))
                 .collect();
@@ -181,6 +197,57 @@ mod tests {
             want.sort();
             assert_eq!(names(groups), want, "{groups:?}");
         }
+    }
+
+    #[test]
+    fn windows_children_keep_the_system_and_ignore_case() {
+        let caller = [
+            ("Path", r"C:\Windows\system32"),
+            ("SystemRoot", r"C:\Windows"),
+            ("TEMP", r"C:\t"),
+            ("PATHEXT", ".COM;.EXE;.BAT"),
+            ("ComSpec", r"C:\Windows\system32\cmd.exe"),
+            ("ProgramFiles(x86)", r"C:\Program Files (x86)"),
+            ("INCLUDE", r"C:\VC\include"),
+            ("DISTUTILS_USE_SDK", "1"),
+            ("pip_index_url", "https://i"),
+            ("GITHUB_TOKEN", "secret"),
+            ("HOME", "/c/Users/runner"),
+            ("tz", "Europe/Berlin"),
+        ];
+        let names = |host: HostLayout, groups: &[Pass]| {
+            let mut v: Vec<String> = environment_on(host, caller, groups)
+                .into_iter()
+                .map(|(k, _)| k.to_string_lossy().into_owned())
+                .filter(|k| !PINNED.iter().any(|(p, _)| p == k))
+                .collect();
+            v.sort();
+            v
+        };
+        let system = [
+            "ComSpec",
+            "PATHEXT",
+            "Path",
+            "ProgramFiles(x86)",
+            "SystemRoot",
+            "TEMP",
+        ];
+        assert_eq!(names(HostLayout::Windows, &[]), system);
+        let mut build: Vec<&str> = system
+            .iter()
+            .copied()
+            .chain(["DISTUTILS_USE_SDK", "INCLUDE", "pip_index_url"])
+            .collect();
+        build.sort();
+        assert_eq!(names(HostLayout::Windows, BUILD), build);
+        // The same caller on a POSIX host: names are case-sensitive, Windows' are not needed.
+        assert_eq!(names(HostLayout::Posix, BUILD), ["HOME"]);
+        // `tz` is Windows' `TZ`: the pinned value wins, not the caller's.
+        let tz: Vec<_> = environment_on(HostLayout::Windows, caller, &[])
+            .into_iter()
+            .filter(|(k, _)| k.eq_ignore_ascii_case("TZ"))
+            .collect();
+        assert_eq!(tz, [("TZ".into(), "UTC".into())]);
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! Core types shared by every vouch crate, and the few helpers every crate must do one way:
 //! starting a child process ([`command`]), hashing a file, asking git ([`git`]) and the CI
-//! system ([`ci`]), reporting progress ([`progress`]). Apart from those helpers nothing here
+//! system ([`ci`]), reporting progress ([`progress`]), and what differs between a POSIX and a
+//! Windows host ([`host`]). Apart from those helpers nothing here
 //! does I/O.
 
 mod artifact;
@@ -9,6 +10,7 @@ pub mod command;
 mod digest;
 mod file_digest;
 pub mod git;
+pub mod host;
 mod platform;
 pub mod portable_path;
 pub mod progress;

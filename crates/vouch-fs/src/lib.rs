@@ -94,17 +94,9 @@ impl io::Read for Output {
     }
 }
 
-/// An exclusive lock on `path` (created if missing, never truncated), held until the returned
-/// file is dropped; blocks while another process holds it.
-pub fn lock_file(path: &Path) -> io::Result<std::fs::File> {
-    let file = std::fs::File::options()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(path)?;
-    file.lock()?;
-    Ok(file)
-}
+/// An exclusive lock on `path`, held until the returned file is dropped: the host seam's
+/// ([`vouch_core::host`]), so locking is one thing on POSIX and Windows alike.
+pub use vouch_core::host::lock_exclusive as lock_file;
 
 /// Makes `dir` (mode 0700) or, when it exists, checks that it is a real directory (not a
 /// link) that this user owns and nobody else may write. For fixed, well-known paths such as

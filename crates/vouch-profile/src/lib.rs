@@ -140,6 +140,12 @@ pub struct Profile {
     pub platforms: Vec<String>,
     /// GitHub runner label per platform.
     pub runners: BTreeMap<String, String>,
+    /// The container image a platform's build jobs run in, pinned by digest
+    /// (`quay.io/pypa/manylinux_2_28_x86_64@sha256:<64 hex>`), so a Linux wheel links against
+    /// the image's old glibc and not the runner's. Linux platforms only: GitHub runs job
+    /// containers on Linux runners alone.
+    #[serde(default)]
+    pub containers: BTreeMap<String, String>,
     pub flavors: BTreeMap<String, Flavor>,
     #[serde(default)]
     pub source_targets: Vec<SourceTarget>,
@@ -285,6 +291,9 @@ pub struct Cell {
     pub python: String,
     pub platform: Platform,
     pub runner: String,
+    /// The image the cell builds in ([`Profile::containers`]), if its platform has one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub container: Option<String>,
     /// `<dist>-py<X.Y>-<plat>`: the artifact name without its `-pr<N>-<sha>`/`-<sha>` suffix.
     pub artifact_stem: String,
     pub route: Route,
@@ -407,6 +416,17 @@ impl Profile {
                     format!("runners: no runner label for platform {pl:?}"),
                 ));
             }
+        }
+        for (pl, image) in &p.containers {
+            let key = format!("containers.{pl}");
+            check_platform(&key, pl)?;
+            if pl.parse::<Platform>() == Ok(Platform::Win64) {
+                return Err(invalid(
+                    origin,
+                    format!("{key}: GitHub runs job containers on Linux runners only"),
+                ));
+            }
+            check_image(image).map_err(|why| invalid(origin, format!("{key}: {image:?} {why}")))?;
         }
         for (name, f) in &p.flavors {
             if vouch_core::normalize_dist_name(&f.package) != f.package {
@@ -539,6 +559,7 @@ impl Profile {
             python: python.to_owned(),
             platform: typed,
             runner: self.runners[platform].clone(),
+            container: self.containers.get(platform).cloned(),
             route: route.0,
             route_reason: route.1,
             env,
@@ -592,7 +613,44 @@ impl Profile {
     }
 }
 
-/// `{"include": [...]}` for `strategy.matrix` via `fromJson`.
+/// An image reference a workflow may run: `name[:tag]@sha256:<64 lowercase hex>`, in characters
+/// that need no quoting. A tag alone can be moved to other bytes; the digest cannot.
+fn check_image(image: &str) -> Result<(), &'static str> {
+    let Some((name, digest)) = image.split_once("@sha256:") else {
+        return Err("must be pinned by digest (`<image>@sha256:<64 hex>`)");
+    };
+    if digest.len() != 64
+        || !digest
+            .bytes()
+            .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+    {
+        return Err("must end in a sha256 digest of 64 lowercase hex digits");
+    }
+    if name.is_empty()
+        || name.starts_with(['-', '.', '/', ':'])
+        || !name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"._-/:".contains(&b))
+    {
+        return Err("must name the image in lowercase letters, digits, `.`, `_`, `-`, `/`, `:`");
+    }
+    Ok(())
+}
+
+/// Where a manylinux image keeps the interpreter for `python` (`3.12` -> `cp312-cp312`,
+/// `3.14t` -> `cp314-cp314t`); `None` for a version that does not parse (the profile refused it).
+pub fn manylinux_python(python: &str) -> Option<String> {
+    let v: PythonVersion = python.parse().ok()?;
+    Some(format!(
+        "/opt/python/{}-{}/bin/python",
+        v.interpreter_tag(),
+        v.abi_tag()
+    ))
+}
+
+/// `{"include": [...]}` for `strategy.matrix` via `fromJson`. `container` is the cell's image
+/// and `python_path` its interpreter there, both empty for a cell built on the runner itself
+/// (GitHub runs a job with an empty `container` on the runner).
 pub fn github_matrix(cells: &[Cell]) -> serde_json::Value {
     let include: Vec<serde_json::Value> = cells
         .iter()
@@ -600,6 +658,8 @@ pub fn github_matrix(cells: &[Cell]) -> serde_json::Value {
             serde_json::json!({
                 "cell": c.id, "runner": c.runner, "artifact": c.artifact_stem, "route": c.route,
                 "package": c.package, "cuda": c.cuda, "python": c.python, "platform": c.platform,
+                "container": c.container.as_deref().unwrap_or(""),
+                "python_path": c.container.as_ref().and_then(|_| manylinux_python(&c.python)).unwrap_or_default(),
             })
         })
         .collect();
@@ -684,6 +744,61 @@ cuda = "13.0"
         for (text, want) in bad {
             let e = Profile::parse(&text, "p").unwrap_err().to_string();
             assert!(e.contains(want), "{e}");
+        }
+    }
+
+    #[test]
+    fn containers_are_pinned_linux_images_and_reach_the_matrix() {
+        let digest = "0123456789abcdef".repeat(4);
+        let image = format!("quay.io/pypa/manylinux_2_28_x86_64@sha256:{digest}");
+        let text = MIN.replace("[\"3.12\"]", "[\"3.14t\"]").replace(
+            "inputs = {",
+            &format!("containers = {{ linux-64 = \"{image}\" }}\ninputs = {{"),
+        );
+        let cells = Profile::parse(&text, "p").unwrap().plan();
+        assert_eq!(cells[0].container.as_deref(), Some(image.as_str()));
+        let m = github_matrix(&cells);
+        assert_eq!(m["include"][0]["container"], image.as_str());
+        assert_eq!(
+            m["include"][0]["python_path"],
+            "/opt/python/cp314-cp314t/bin/python"
+        );
+        // Without a container the cell runs on the runner, with actions/setup-python.
+        let m = github_matrix(&Profile::parse(MIN, "p").unwrap().plan());
+        assert_eq!(m["include"][0]["container"], "");
+        assert_eq!(m["include"][0]["python_path"], "");
+
+        let cases = [
+            (
+                "linux-64",
+                "quay.io/pypa/manylinux_2_28_x86_64:latest".to_owned(),
+                "pinned by digest",
+            ),
+            (
+                "linux-64",
+                format!("quay.io/x@sha256:{}", &digest[..63]),
+                "64 lowercase hex",
+            ),
+            (
+                "linux-64",
+                format!("quay.io/x@sha256:{}", digest.to_uppercase()),
+                "64 lowercase hex",
+            ),
+            (
+                "linux-64",
+                format!("Quay.io/x y@sha256:{digest}"),
+                "lowercase letters",
+            ),
+            ("win-64", image.clone(), "Linux runners only"),
+            ("mac-64", image.clone(), "containers.mac-64"),
+        ];
+        for (pl, img, want) in cases {
+            let text = MIN.replace(
+                "inputs = {",
+                &format!("containers = {{ \"{pl}\" = \"{img}\" }}\ninputs = {{"),
+            );
+            let e = Profile::parse(&text, "p").unwrap_err().to_string();
+            assert!(e.contains(want), "{pl} {img}: {e}");
         }
     }
 }

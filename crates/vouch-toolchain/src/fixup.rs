@@ -44,9 +44,9 @@ pub fn fix_tree(cuda_path: &Path, platform: Platform) -> Result<(), ToolchainErr
     Ok(())
 }
 
-#[cfg(unix)]
+/// Execute bits only exist on POSIX; [`vouch_core::host::set_executable`] does nothing on
+/// Windows, where `.exe` alone makes a program.
 fn make_executable(dir: &Path) -> Result<(), ToolchainError> {
-    use std::os::unix::fs::PermissionsExt as _;
     let Ok(entries) = std::fs::read_dir(dir) else {
         return Ok(());
     };
@@ -58,15 +58,9 @@ fn make_executable(dir: &Path) -> Result<(), ToolchainError> {
             .extension()
             .is_some_and(|x| x == "profile" || x == "h" || x == "txt");
         if ft.is_file() && !is_data {
-            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755))
-                .map_err(io(&path))?;
+            vouch_core::host::set_executable(&path, true).map_err(io(&path))?;
         }
     }
-    Ok(())
-}
-
-#[cfg(not(unix))]
-fn make_executable(_dir: &Path) -> Result<(), ToolchainError> {
     Ok(())
 }
 

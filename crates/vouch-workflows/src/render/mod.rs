@@ -43,7 +43,23 @@ pub const REQUIRED_STATUS: &str = "vouch/pr-build";
 
 /// The jobs that may hold `id-token: write`: the push build's in-run signer and the sign
 /// workflow's signer. Neither checks out or runs anything from a pull request.
-pub const SIGNING_JOBS: &[(&str, &str)] = &[(BUILD_FILE, "attest"), (SIGN_FILE, "sign")];
+pub const SIGNING_JOBS: &[(&str, &str)] = &[
+    (BUILD_FILE, "attest"),
+    (BUILD_FILE, ATTEST_SDIST_JOB),
+    (SIGN_FILE, "sign"),
+];
+
+/// The job that builds the sdist every cell then builds from.
+pub const SDIST_JOB: &str = "sdist";
+/// The push build's signer of that sdist.
+pub const ATTEST_SDIST_JOB: &str = "attest-sdist";
+/// The artifact the sdist travels in (its signed copy: `<this>-signed`).
+pub const SDIST_ARTIFACT: &str = "vouch-sdist";
+
+/// A build job's interpreter: the manylinux image's own when the cell runs in one
+/// (`matrix.python_path`), else the one actions/setup-python installed.
+pub(crate) const MATRIX_PYTHON: &str =
+    "${{ matrix.python_path || steps.python.outputs.python-path }}";
 
 /// The environment that holds every trusted secret; its deployment-branch policy must allow
 /// only the default branch and the push branches (see [`crate::TRUSTED_REFS`]).
