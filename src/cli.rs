@@ -40,6 +40,9 @@ pub enum Command {
     Demo(DemoArgs),
     /// Build one wheel of a PEP 517 project reproducibly, then normalize it.
     Build(BuildArgs),
+    /// Build the sdist of a PEP 517 project reproducibly, then normalize it (sorted members,
+    /// fixed times, owners and modes, a gzip header without time or name).
+    Sdist(SdistArgs),
     /// Generate or check the GitHub Actions workflows for a profile's matrix.
     #[command(subcommand)]
     Workflows(WorkflowsCommand),
@@ -78,7 +81,7 @@ pub enum Command {
     /// Verify every distribution file under PATHs against the evidence next to it, offline.
     /// Exits 0 only when every file verified.
     Audit(AuditArgs),
-    /// Rebuild a wheel from the source its provenance names and compare the bytes.
+    /// Rebuild a wheel or sdist from the source its provenance names and compare the bytes.
     Rebuild(RebuildArgs),
     /// Print the build matrix a profile defines.
     Plan(PlanArgs),
@@ -182,6 +185,22 @@ pub struct BuildArgs {
     pub env: BuildEnvArgs,
     #[command(flatten)]
     pub cache: CacheArgs,
+    #[command(flatten)]
+    pub common: Common,
+}
+
+#[derive(Args, Debug)]
+pub struct SdistArgs {
+    /// The project's source directory (with pyproject.toml or setup.py).
+    #[arg(long, value_name = "DIR")]
+    pub source: PathBuf,
+    /// Where to write the normalized sdist (`<name>-<version>.tar.gz`).
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    #[command(flatten)]
+    pub epoch: EpochArgs,
+    #[command(flatten)]
+    pub env: BuildEnvArgs,
     #[command(flatten)]
     pub common: Common,
 }
@@ -788,7 +807,7 @@ pub struct AuditArgs {
 
 #[derive(Args, Debug)]
 pub struct RebuildArgs {
-    /// The wheel to reproduce.
+    /// The wheel or sdist (`.tar.gz`) to reproduce.
     pub wheel: PathBuf,
     /// Its provenance bundle.
     #[arg(long, value_name = "FILE")]

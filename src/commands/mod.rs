@@ -11,6 +11,7 @@ pub mod dispatch;
 pub mod fetch;
 pub mod plan;
 pub mod pr_run;
+pub mod sdist;
 pub mod toolchain;
 pub mod verify;
 pub mod wheel;
