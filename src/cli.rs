@@ -49,9 +49,11 @@ pub enum Command {
     /// Lay out a cell's CUDA toolkit in the cache directory (also done by `build --cell`).
     #[command(subcommand)]
     Toolchain(ToolchainCommand),
-    /// Repack wheels deterministically (sorted members, fixed times and modes, new RECORD).
+    /// Repack wheels (or sdists, `.tar.gz`) deterministically (sorted members, fixed times,
+    /// owners and modes; a wheel gets a new RECORD).
     Normalize(NormalizeArgs),
-    /// Compare two wheels member by member. Exits 0 when identical, 1 when they differ.
+    /// Compare two wheels (or two sdists) member by member. Exits 0 when identical, 1 when they
+    /// differ.
     Diff(DiffArgs),
     /// Sign an in-toto SLSA provenance statement for files into a Sigstore bundle.
     Attest(AttestArgs),
@@ -197,6 +199,10 @@ pub struct SdistArgs {
     /// Where to write the normalized sdist (`<name>-<version>.tar.gz`).
     #[arg(long, value_name = "DIR")]
     pub out: PathBuf,
+    /// A variable for the build backend (recorded in the report, so never a secret), e.g.
+    /// `--set CUPY_INSTALL_USE_STUB=1` so CuPy's setup.py lists its sources without CUDA.
+    #[arg(long = "set", value_name = "KEY=VALUE", value_parser = parse_set)]
+    pub set: Vec<(String, String)>,
     #[command(flatten)]
     pub epoch: EpochArgs,
     #[command(flatten)]
@@ -207,10 +213,10 @@ pub struct SdistArgs {
 
 #[derive(Args, Debug)]
 pub struct NormalizeArgs {
-    /// Wheels to normalize.
-    #[arg(required = true, value_name = "WHEEL")]
+    /// Wheels or sdists (`.tar.gz`) to normalize.
+    #[arg(required = true, value_name = "WHEEL|SDIST")]
     pub wheels: Vec<PathBuf>,
-    /// Output directory; each wheel keeps its file name. May be the input's own directory.
+    /// Output directory; each file keeps its name. May be the input's own directory.
     #[arg(long, value_name = "DIR")]
     pub out: PathBuf,
     #[command(flatten)]

@@ -3,18 +3,28 @@
 use std::process::ExitCode;
 
 use anyhow::Context as _;
+use serde::Serialize;
 
 use crate::cli::SdistArgs;
 use crate::common::build_options;
 use crate::output;
 
+/// The report: what was built, and the variables the backend saw beyond the scrubbed set.
+#[derive(Serialize)]
+struct SdistRecord {
+    #[serde(flatten)]
+    sdist: vouch_build::SdistOutput,
+    env: std::collections::BTreeMap<String, String>,
+}
+
 pub fn sdist(args: SdistArgs) -> anyhow::Result<ExitCode> {
-    let options = build_options(
+    let mut options = build_options(
         &args.source,
         &args.out,
         args.epoch.source_date_epoch,
         &args.env,
     )?;
+    options.env = args.set.clone();
     crate::common::warn_unkeyed(options.trust, options.seal_key.is_some());
     output::note(format!("building the sdist of {}", args.source.display()));
     let spinner = output::spinner(format!("building the sdist of {}", args.source.display()));
@@ -22,7 +32,10 @@ pub fn sdist(args: SdistArgs) -> anyhow::Result<ExitCode> {
         .with_context(|| format!("building an sdist from {:?}", args.source))?;
     drop(spinner);
     if args.common.json {
-        output::json(&built);
+        output::json(&SdistRecord {
+            sdist: built,
+            env: args.set.iter().cloned().collect(),
+        });
     } else {
         output::data(format!("{}  {}", built.sha256, built.sdist.display()));
     }

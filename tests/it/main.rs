@@ -20,6 +20,7 @@ mod kernel_cache;
 mod profile;
 mod provenance;
 mod prsign;
+mod sdist;
 mod stores;
 mod toolchain;
 mod wheel;

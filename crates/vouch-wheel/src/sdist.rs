@@ -514,6 +514,191 @@ mod tests {
         assert!(!link_stays_inside("p-1/l", "/etc/passwd"));
     }
 
+    /// A `.tar.gz` of raw GNU headers (so names the tar crate's builder would refuse can be
+    /// written): `(name, kind, link target, data)`.
+    fn archive(dir: &Path, members: &[(&str, tar::EntryType, &str, &str)]) -> PathBuf {
+        let path = dir.join("demo-1.0.tar.gz");
+        let gz = flate2::write::GzEncoder::new(
+            std::fs::File::create(&path).unwrap(),
+            flate2::Compression::default(),
+        );
+        let mut tar = tar::Builder::new(gz);
+        for (name, kind, link, data) in members {
+            let mut header = tar::Header::new_gnu();
+            header.set_entry_type(*kind);
+            header.set_mode(0o640);
+            header.set_mtime(1_234_567_890);
+            header.set_size(data.len() as u64);
+            let data = data.as_bytes();
+            header.as_old_mut().name[..name.len()].copy_from_slice(name.as_bytes());
+            header.as_old_mut().linkname[..link.len()].copy_from_slice(link.as_bytes());
+            header.set_cksum();
+            tar.append(&header, data).unwrap();
+        }
+        tar.into_inner().unwrap().finish().unwrap();
+        path
+    }
+
+    fn refused(members: &[(&str, tar::EntryType, &str, &str)]) -> String {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = archive(tmp.path(), members);
+        let out = tmp.path().join("out");
+        let err = normalize_sdist(&path, &out, 0).unwrap_err();
+        assert!(
+            !out.join("demo-1.0.tar.gz").exists()
+                && std::fs::read_dir(&out).map_or(true, |d| d.count() == 0),
+            "a refused sdist left output behind"
+        );
+        err.to_string()
+    }
+
+    const F: tar::EntryType = tar::EntryType::Regular;
+    const D: tar::EntryType = tar::EntryType::Directory;
+    const S: tar::EntryType = tar::EntryType::Symlink;
+    const H: tar::EntryType = tar::EntryType::Link;
+
+    #[test]
+    fn bad_sdists_are_refused_with_the_member_at_fault() {
+        for (members, want) in [
+            (
+                &[("demo-1.0/../../x", F, "", "x")][..],
+                "member \"demo-1.0/../../x\" contains `..`",
+            ),
+            (
+                &[("/etc/x", F, "", "x")][..],
+                "member \"/etc/x\" is an absolute path",
+            ),
+            (
+                &[("demo-1.0/l", S, "../../etc/passwd", "")][..],
+                "member \"demo-1.0/l\" is a symlink to \"../../etc/passwd\", outside the sdist's top directory",
+            ),
+            (
+                &[("demo-1.0/l", S, "/etc/passwd", "")][..],
+                "outside the sdist's top directory",
+            ),
+            (
+                &[("demo-1.0/h", H, "demo-1.0/missing", "")][..],
+                "is a hard link to \"demo-1.0/missing\", which is not an earlier regular file",
+            ),
+            (
+                &[("demo-1.0/fifo", tar::EntryType::Fifo, "", "")][..],
+                "is a Fifo; an sdist holds only files, directories and symlinks",
+            ),
+            (
+                &[("demo-1.0/a", F, "", "a"), ("other-2.0/b", F, "", "b")][..],
+                "expected every member under one top directory (`<name>-<version>/`), found [\"demo-1.0\", \"other-2.0\"]",
+            ),
+            (&[("setup.py", F, "", "x")][..], "one top directory"),
+            (&[][..], "found an empty archive"),
+            (
+                &[("demo-1.0/A.py", F, "", "a"), ("demo-1.0/a.py", F, "", "b")][..],
+                "collide: names that differ only in case",
+            ),
+            (
+                &[("demo-1.0/aux.py", F, "", "a")][..],
+                "Windows device name AUX",
+            ),
+        ] {
+            let message = refused(members);
+            assert!(message.contains(want), "{members:?}: {message}");
+        }
+    }
+
+    #[test]
+    fn what_is_not_a_gzip_tar_is_refused() {
+        let tmp = tempfile::tempdir().unwrap();
+        let plain = tmp.path().join("plain-1.0.tar.gz");
+        std::fs::write(&plain, b"not gzip at all").unwrap();
+        let err = normalize_sdist(&plain, tmp.path(), 0).unwrap_err();
+        assert!(matches!(err, SdistError::NotGzipTar { .. }), "{err:?}");
+        assert!(
+            err.to_string()
+                .ends_with("is not a gzip-compressed tar archive; an sdist is a `.tar.gz`")
+        );
+        // gzip, but what it holds is not a tar.
+        let gz_text = tmp.path().join("text-1.0.tar.gz");
+        let mut enc = flate2::write::GzEncoder::new(
+            std::fs::File::create(&gz_text).unwrap(),
+            flate2::Compression::default(),
+        );
+        enc.write_all(&[b'x'; 700]).unwrap();
+        enc.finish().unwrap();
+        let err = normalize_sdist(&gz_text, tmp.path(), 0).unwrap_err();
+        assert!(matches!(err, SdistError::NotGzipTar { .. }), "{err:?}");
+        let zip = tmp.path().join("demo-1.0.zip");
+        std::fs::write(&zip, b"PK").unwrap();
+        let err = normalize_sdist(&zip, tmp.path(), 0).unwrap_err();
+        assert!(matches!(err, SdistError::Name { .. }), "{err:?}");
+        // Nothing but the inputs is left in the directory.
+        let mut left: Vec<_> = std::fs::read_dir(tmp.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        left.sort();
+        assert_eq!(
+            left,
+            ["demo-1.0.zip", "plain-1.0.tar.gz", "text-1.0.tar.gz"]
+        );
+    }
+
+    #[test]
+    fn links_are_kept_or_copied_and_the_output_is_a_fixed_point() {
+        let tmp = tempfile::tempdir().unwrap();
+        let long = format!("demo-1.0/{}/caf\u{e9}.py", "d".repeat(120));
+        let path = archive(
+            tmp.path(),
+            &[
+                ("demo-1.0/z.py", F, "", "z"),
+                ("demo-1.0/", D, "", ""),
+                ("demo-1.0/h.py", H, "demo-1.0/z.py", ""),
+                ("demo-1.0/l.py", S, "z.py", ""),
+            ],
+        );
+        // The long, non-ASCII name goes through a pax `path` record.
+        let mut members = read_sdist(&path).unwrap();
+        members.push(SdistMember {
+            name: long.clone(),
+            kind: SdistKind::File {
+                data: b"x".to_vec(),
+            },
+            mode: 0o700,
+            mtime: 5,
+        });
+        let tar = write_tar(&mut members, 7).unwrap();
+        let mut read = tar::Archive::new(tar.as_slice());
+        let names: Vec<(String, tar::EntryType, u32)> = read
+            .entries()
+            .unwrap()
+            .map(|e| {
+                let e = e.unwrap();
+                let h = e.header();
+                (
+                    String::from_utf8(e.path_bytes().into_owned()).unwrap(),
+                    h.entry_type(),
+                    h.mode().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            names,
+            [
+                ("demo-1.0".to_owned(), D, 0o755),
+                (long, F, 0o755),
+                ("demo-1.0/h.py".to_owned(), F, 0o644),
+                ("demo-1.0/l.py".to_owned(), S, 0o777),
+                ("demo-1.0/z.py".to_owned(), F, 0o644),
+            ]
+        );
+        let once = normalize_sdist(&path, &tmp.path().join("once"), 7).unwrap();
+        assert!(once.changed);
+        let twice = normalize_sdist(&once.output, &tmp.path().join("twice"), 7).unwrap();
+        assert!(
+            !twice.changed,
+            "normalizing a normalized sdist changes nothing"
+        );
+        assert_eq!(once.sha256, twice.sha256);
+    }
+
     #[test]
     fn stand_in_is_ascii_and_fits() {
         let long = format!("p-1/{}/ü.py", "d".repeat(300));
