@@ -40,15 +40,20 @@ pub enum Command {
     Demo(DemoArgs),
     /// Build one wheel of a PEP 517 project reproducibly, then normalize it.
     Build(BuildArgs),
+    /// Build the sdist of a PEP 517 project reproducibly, then normalize it (sorted members,
+    /// fixed times, owners and modes, a gzip header without time or name).
+    Sdist(SdistArgs),
     /// Generate or check the GitHub Actions workflows for a profile's matrix.
     #[command(subcommand)]
     Workflows(WorkflowsCommand),
     /// Lay out a cell's CUDA toolkit in the cache directory (also done by `build --cell`).
     #[command(subcommand)]
     Toolchain(ToolchainCommand),
-    /// Repack wheels deterministically (sorted members, fixed times and modes, new RECORD).
+    /// Repack wheels (or sdists, `.tar.gz`) deterministically (sorted members, fixed times,
+    /// owners and modes; a wheel gets a new RECORD).
     Normalize(NormalizeArgs),
-    /// Compare two wheels member by member. Exits 0 when identical, 1 when they differ.
+    /// Compare two wheels (or two sdists) member by member. Exits 0 when identical, 1 when they
+    /// differ.
     Diff(DiffArgs),
     /// Sign an in-toto SLSA provenance statement for files into a Sigstore bundle.
     Attest(AttestArgs),
@@ -78,7 +83,7 @@ pub enum Command {
     /// Verify every distribution file under PATHs against the evidence next to it, offline.
     /// Exits 0 only when every file verified.
     Audit(AuditArgs),
-    /// Rebuild a wheel from the source its provenance names and compare the bytes.
+    /// Rebuild a wheel or sdist from the source its provenance names and compare the bytes.
     Rebuild(RebuildArgs),
     /// Regenerate a profile's hash-locked build tools: one lock file per Python version and
     /// platform of the matrix, one per cell with extra build requirements (`uv pip compile
@@ -191,11 +196,31 @@ pub struct BuildArgs {
 }
 
 #[derive(Args, Debug)]
+pub struct SdistArgs {
+    /// The project's source directory (with pyproject.toml or setup.py).
+    #[arg(long, value_name = "DIR")]
+    pub source: PathBuf,
+    /// Where to write the normalized sdist (`<name>-<version>.tar.gz`).
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    /// A variable for the build backend (recorded in the report, so never a secret), e.g.
+    /// `--set CUPY_INSTALL_USE_STUB=1` so CuPy's setup.py lists its sources without CUDA.
+    #[arg(long = "set", value_name = "KEY=VALUE", value_parser = parse_set)]
+    pub set: Vec<(String, String)>,
+    #[command(flatten)]
+    pub epoch: EpochArgs,
+    #[command(flatten)]
+    pub env: BuildEnvArgs,
+    #[command(flatten)]
+    pub common: Common,
+}
+
+#[derive(Args, Debug)]
 pub struct NormalizeArgs {
-    /// Wheels to normalize.
-    #[arg(required = true, value_name = "WHEEL")]
+    /// Wheels or sdists (`.tar.gz`) to normalize.
+    #[arg(required = true, value_name = "WHEEL|SDIST")]
     pub wheels: Vec<PathBuf>,
-    /// Output directory; each wheel keeps its file name. May be the input's own directory.
+    /// Output directory; each file keeps its name. May be the input's own directory.
     #[arg(long, value_name = "DIR")]
     pub out: PathBuf,
     #[command(flatten)]
@@ -821,7 +846,7 @@ pub struct AuditArgs {
 
 #[derive(Args, Debug)]
 pub struct RebuildArgs {
-    /// The wheel to reproduce.
+    /// The wheel or sdist (`.tar.gz`) to reproduce.
     pub wheel: PathBuf,
     /// Its provenance bundle.
     #[arg(long, value_name = "FILE")]

@@ -214,6 +214,7 @@ static CLASSIFIERS: &[(&str, Classifier)] = classifiers![
     vouch_audit::RebuildError,
     vouch_profile::ProfileError,
     vouch_wheel::WheelError,
+    vouch_wheel::SdistError,
     vouch_build::BuildError,
     vouch_build::LockError,
     vouch_cell::CellError,
@@ -322,6 +323,7 @@ impl Classify for vouch_audit::RebuildError {
             R::Read { .. } | R::Scratch(_) => Some(Status::Io),
             R::Verify(e) => e.status(),
             R::Diff(e) => e.status(),
+            R::SdistDiff(e) => e.status(),
             // Someone must check out the commit the provenance names, as with a bad flag.
             R::WrongCommit { .. } => Some(Status::Usage),
             // Boxed: it does not downcast along the chain.
@@ -351,11 +353,28 @@ impl Classify for vouch_wheel::WheelError {
     }
 }
 
+impl Classify for vouch_wheel::SdistError {
+    fn status(&self) -> Option<Status> {
+        use vouch_wheel::SdistError as S;
+        Some(match self {
+            S::Read { .. } | S::Write { .. } => Status::Io,
+            S::Member { .. } => Status::UnsafeArchive,
+            S::NotGzipTar { .. }
+            | S::Name { .. }
+            | S::NonPortableName { .. }
+            | S::NameCollision { .. }
+            | S::TopDirectory { .. }
+            | S::TooLarge { .. } => Status::InvalidInput,
+        })
+    }
+}
+
 impl Classify for vouch_build::BuildError {
     fn status(&self) -> Option<Status> {
         Some(match self {
             vouch_build::BuildError::Wheel(w) => return w.status(),
             vouch_build::BuildError::Lock(e) => return e.status(),
+            vouch_build::BuildError::SdistNormalize(e) => return e.status(),
             vouch_build::BuildError::Io { .. } => Status::Io,
             vouch_build::BuildError::Project { .. }
             | vouch_build::BuildError::Epoch(_)
@@ -366,9 +385,9 @@ impl Classify for vouch_build::BuildError {
             | vouch_build::BuildError::Sealed(_)
             | vouch_build::BuildError::Repair { .. } => Status::Environment,
             vouch_build::BuildError::WorkDir { .. } => Status::Usage,
-            vouch_build::BuildError::Failed { .. } | vouch_build::BuildError::WheelCount { .. } => {
-                Status::BuildFailed
-            }
+            vouch_build::BuildError::Failed { .. }
+            | vouch_build::BuildError::WheelCount { .. }
+            | vouch_build::BuildError::SdistCount { .. } => Status::BuildFailed,
         })
     }
 }

@@ -15,8 +15,8 @@ use clap::Parser as _;
 
 use cli::{Cli, Command};
 use commands::{
-    attest, audit, build, cache, demo, dispatch, fetch, lock, plan, pr_run, toolchain, verify,
-    wheel, workflows,
+    attest, audit, build, cache, demo, dispatch, fetch, lock, plan, pr_run, sdist, toolchain,
+    verify, wheel, workflows,
 };
 
 fn main() -> ExitCode {
@@ -36,6 +36,7 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
     match command {
         Command::Demo(args) => demo::run(args),
         Command::Build(args) => build::build(args),
+        Command::Sdist(args) => sdist::sdist(args),
         Command::Toolchain(cmd) => toolchain::toolchain(cmd),
         Command::Workflows(cmd) => workflows::run(cmd),
         Command::Normalize(args) => wheel::normalize(args),

@@ -12,6 +12,7 @@ pub mod fetch;
 pub mod lock;
 pub mod plan;
 pub mod pr_run;
+pub mod sdist;
 pub mod toolchain;
 pub mod verify;
 pub mod wheel;

@@ -1,4 +1,4 @@
-//! `vouch normalize`, `vouch diff` and `vouch name`: wheels and artifact names.
+//! `vouch normalize`, `vouch diff` and `vouch name`: wheels (and sdists) and artifact names.
 
 use std::process::ExitCode;
 
@@ -16,11 +16,18 @@ pub fn normalize(args: NormalizeArgs) -> anyhow::Result<ExitCode> {
             .unwrap_or(vouch_wheel::DEFAULT_EPOCH),
     };
     let mut reports = Vec::new();
-    for wheel in &args.wheels {
-        let report = vouch_wheel::normalize_wheel(wheel, &args.out, options)
-            .with_context(|| format!("normalizing {wheel:?}"))?;
+    for file in &args.wheels {
+        let context = || format!("normalizing {file:?}");
+        let (sha256, written, report) = if is_sdist(file) {
+            let r = vouch_wheel::normalize_sdist(file, &args.out, options.epoch)
+                .with_context(context)?;
+            (r.sha256, r.output.clone(), serde_json::to_value(r)?)
+        } else {
+            let r = vouch_wheel::normalize_wheel(file, &args.out, options).with_context(context)?;
+            (r.sha256, r.output.clone(), serde_json::to_value(r)?)
+        };
         if !args.common.json {
-            output::data(format!("{}  {}", report.sha256, report.output.display()));
+            output::data(format!("{sha256}  {}", written.display()));
         }
         reports.push(report);
     }
@@ -30,8 +37,18 @@ pub fn normalize(args: NormalizeArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// An sdist goes by its suffix; anything else is taken for a wheel (and the wheel reader says
+/// what is wrong with it).
+fn is_sdist(path: &std::path::Path) -> bool {
+    path.to_string_lossy().ends_with(".tar.gz")
+}
+
 pub fn diff(args: DiffArgs) -> anyhow::Result<ExitCode> {
-    let d = vouch_wheel::diff_wheels(&args.a, &args.b)?;
+    let d = if is_sdist(&args.a) && is_sdist(&args.b) {
+        vouch_wheel::diff_sdists(&args.a, &args.b)?
+    } else {
+        vouch_wheel::diff_wheels(&args.a, &args.b)?
+    };
     if args.common.json {
         output::json(&d);
     } else if d.identical {

@@ -21,6 +21,7 @@ mod lock;
 mod profile;
 mod provenance;
 mod prsign;
+mod sdist;
 mod stores;
 mod toolchain;
 mod wheel;

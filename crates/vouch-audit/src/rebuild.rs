@@ -1,4 +1,5 @@
-//! Rebuilding a released wheel from the source its provenance names, and comparing the bytes.
+//! Rebuilding a released wheel or sdist from the source its provenance names, and comparing the
+//! bytes.
 //! The provenance must verify first: a rebuild of an unproven claim proves nothing.
 
 use std::path::{Path, PathBuf};
@@ -50,9 +51,11 @@ pub enum RebuildError {
     Build(#[source] Box<vouch_build::BuildError>),
     #[error(transparent)]
     Diff(#[from] vouch_wheel::WheelError),
+    #[error(transparent)]
+    SdistDiff(#[from] vouch_wheel::SdistError),
 }
 
-/// A released wheel, the evidence for it, and how to build it again.
+/// A released wheel or sdist (`*.tar.gz`), the evidence for it, and how to build it again.
 pub struct Rebuild<'a> {
     pub wheel: &'a Path,
     pub bundle: &'a Path,
@@ -68,8 +71,8 @@ fn read(what: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> Rebui
     move |source| RebuildError::Read { what, path, source }
 }
 
-/// Verifies the wheel's provenance, builds its source again with the recorded epoch, and
-/// compares the two wheels.
+/// Verifies the file's provenance, builds its source again with the recorded epoch, and
+/// compares the two files: a wheel by building a wheel, an sdist by building an sdist.
 pub fn rebuild(job: Rebuild<'_>, reporter: &dyn Reporter) -> Result<RebuildReport, RebuildError> {
     let Rebuild {
         wheel,
@@ -133,17 +136,25 @@ pub fn rebuild(job: Rebuild<'_>, reporter: &dyn Reporter) -> Result<RebuildRepor
         "rebuilding {name} from {}",
         options.source.display()
     ));
-    let built = vouch_build::build_wheel(&options).map_err(|e| RebuildError::Build(Box::new(e)))?;
-    let reproduced = built.sha256 == digest;
-    let diff = if reproduced {
-        None
+    let build = |e| RebuildError::Build(Box::new(e));
+    let (rebuilt, diff) = if name.ends_with(".tar.gz") {
+        let built = vouch_build::build_sdist(&options).map_err(build)?;
+        let diff = (built.sha256 != digest)
+            .then(|| vouch_wheel::diff_sdists(wheel, &built.sdist))
+            .transpose()?;
+        (built.sha256, diff)
     } else {
-        Some(vouch_wheel::diff_wheels(wheel, &built.wheel)?)
+        let built = vouch_build::build_wheel(&options).map_err(build)?;
+        let diff = (built.sha256 != digest)
+            .then(|| vouch_wheel::diff_wheels(wheel, &built.wheel))
+            .transpose()?;
+        (built.sha256, diff)
     };
+    let reproduced = rebuilt == digest;
     Ok(RebuildReport {
         reproduced,
         original: digest,
-        rebuilt: built.sha256,
+        rebuilt,
         source_commit: commit,
         source_date_epoch: epoch,
         notes,

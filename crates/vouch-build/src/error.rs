@@ -26,6 +26,8 @@ pub enum BuildError {
     },
     #[error("the build produced {found} wheels; expected exactly one")]
     WheelCount { found: usize },
+    #[error("the build produced {found} `.tar.gz` sdists; expected exactly one")]
+    SdistCount { found: usize },
     #[error(
         "invalid SOURCE_DATE_EPOCH {0:?}: expected seconds since 1970 as a non-negative integer"
     )]
@@ -36,6 +38,8 @@ pub enum BuildError {
     Template(String),
     #[error(transparent)]
     Wheel(#[from] vouch_wheel::WheelError),
+    #[error(transparent)]
+    SdistNormalize(#[from] vouch_wheel::SdistError),
     /// A sealed tree (the build venv) could not be checked, copied or recorded.
     #[error("build venv")]
     Sealed(#[source] vouch_fs::seal::SealError),

@@ -7,6 +7,7 @@ mod error;
 pub mod lock;
 mod pyproject;
 mod repair;
+mod sdist;
 mod source;
 mod venv;
 mod workdir;
@@ -21,6 +22,7 @@ pub use error::BuildError;
 pub use lock::{BuildLock, LockError, LockedTool};
 pub use pyproject::BuildSystem;
 pub use repair::{Repair, RepairOutcome};
+pub use sdist::{SdistOutput, build_sdist};
 pub use source::unpack_sdist;
 pub use venv::{BUILD_TOOL_PINS, Python, SealedVenv, Venv};
 
@@ -214,120 +216,172 @@ pub fn canonical_work_dir() -> Result<PathBuf, BuildError> {
     Ok(root.join("work"))
 }
 
+/// What every PEP 517 build of a project shares (wheel or sdist): the source resolved (an
+/// sdist unpacked), the epoch, the sealed venv instantiated in the locked work directory, and
+/// the source copied (and patched) there.
+struct Prepared {
+    epoch: u64,
+    epoch_source: EpochSource,
+    python: Python,
+    venv: Venv,
+    /// Where the build's copy of the source is.
+    tree: PathBuf,
+    /// Where the build backend writes its distribution.
+    dist: PathBuf,
+    /// Held while the build runs: the lock, and the unpacked sdist.
+    work: workdir::WorkDir,
+    _unpacked: Option<tempfile::TempDir>,
+}
+
+impl Prepared {
+    fn new(options: &BuildOptions) -> Result<Prepared, BuildError> {
+        let given = std::fs::canonicalize(&options.source).map_err(|e| BuildError::Io {
+            path: options.source.clone(),
+            source: e,
+        })?;
+        // An sdist is unpacked first; its epoch is a property of its bytes (newest member time).
+        let (source, sdist_epoch, unpacked) = if given.is_file() {
+            let unpacked = tempfile::tempdir().map_err(|e| BuildError::Io {
+                path: std::env::temp_dir(),
+                source: e,
+            })?;
+            let (root, newest) = unpack_sdist(&given, unpacked.path())?;
+            (root, Some(newest), Some(unpacked))
+        } else {
+            (given.clone(), None, None)
+        };
+        let build_system = BuildSystem::read(&source)?;
+        let (epoch, epoch_source) = match (options.source_date_epoch, sdist_epoch) {
+            (None, Some(e)) => (e, EpochSource::Sdist),
+            _ => source_date_epoch(&source, options.source_date_epoch)?,
+        };
+        let python = Python::find(options.python.as_deref())?;
+        let sealed = SealedVenv::ensure(
+            &python,
+            &build_system,
+            options.lock.as_deref(),
+            &options.trust.root(&options.cache_dir).join("venvs"),
+            options.seal_key.as_deref(),
+        )?;
+
+        let work_root = match &options.work_dir {
+            Some(w) => w.clone(),
+            None => canonical_work_dir()?,
+        };
+        let work = workdir::WorkDir::lock(&work_root, &[&given, &options.out_dir])?;
+        let venv = sealed.instantiate(&work.root().join("venv"))?;
+        let tree = work.root().join("src");
+        let dist = work.root().join("dist");
+        source::copy_tree(&source, &tree)?;
+        if let Some(patch) = &options.patch {
+            source::apply_patch(&tree, patch)?;
+        }
+        Ok(Prepared {
+            epoch,
+            epoch_source,
+            python,
+            venv,
+            tree,
+            dist,
+            work,
+            _unpacked: unpacked,
+        })
+    }
+
+    /// `python -m build --<kind> --no-isolation` in the scrubbed environment every build child
+    /// gets: the epoch, the hash seed, the prefix maps, the caller's variables and `PATH`.
+    fn pep517_command(&self, options: &BuildOptions, kind: &str) -> Result<Command, BuildError> {
+        let (tree, work) = (&self.tree, self.work.root());
+        let flags = prefix_map_flags(&[tree, work], &options.prefix_maps);
+        let mut cmd = scrubbed_command(&self.venv.python);
+        cmd.args(["-m", "build", kind, "--no-isolation", "--outdir"])
+            .arg(&self.dist)
+            .arg(tree)
+            .current_dir(tree)
+            .env("SOURCE_DATE_EPOCH", self.epoch.to_string())
+            .env("PYTHONHASHSEED", "0")
+            .env("CFLAGS", append_flags("CFLAGS", &flags))
+            .env("CXXFLAGS", append_flags("CXXFLAGS", &flags))
+            .envs(
+                options
+                    .env
+                    .iter()
+                    .map(|(k, v)| (k, expand_placeholders(v, work, tree))),
+            );
+        if !options.path_prepend.is_empty() {
+            let mut dirs = options.path_prepend.clone();
+            if let Some(p) = std::env::var_os("PATH") {
+                dirs.extend(std::env::split_paths(&p));
+            }
+            let joined = std::env::join_paths(dirs).map_err(|e| BuildError::Io {
+                path: options.path_prepend[0].clone(),
+                source: std::io::Error::other(e),
+            })?;
+            cmd.env("PATH", joined);
+        }
+        Ok(cmd)
+    }
+
+    /// The one file with `suffix` the build backend wrote.
+    fn single_output(&self, suffix: &str) -> Result<PathBuf, BuildError> {
+        single_file(&self.dist, suffix)
+    }
+}
+
+/// The one file in `dir` whose name ends with `suffix`.
+fn single_file(dir: &Path, suffix: &str) -> Result<PathBuf, BuildError> {
+    let found: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(|e| BuildError::Io {
+            path: dir.to_owned(),
+            source: e,
+        })?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.to_string_lossy().ends_with(suffix))
+        .collect();
+    match found.as_slice() {
+        [one] => Ok(one.clone()),
+        _ if suffix == ".whl" => Err(BuildError::WheelCount { found: found.len() }),
+        _ => Err(BuildError::SdistCount { found: found.len() }),
+    }
+}
+
 /// Builds one wheel of the project at `options.source` and writes the normalized wheel to
 /// `options.out_dir`.
 pub fn build_wheel(options: &BuildOptions) -> Result<BuildOutput, BuildError> {
     let started = std::time::Instant::now();
-    let given = std::fs::canonicalize(&options.source).map_err(|e| BuildError::Io {
-        path: options.source.clone(),
-        source: e,
-    })?;
-    // An sdist is unpacked first; its epoch is a property of its bytes (newest member time).
-    let unpacked;
-    let (source, sdist_epoch) = if given.is_file() {
-        unpacked = tempfile::tempdir().map_err(|e| BuildError::Io {
-            path: std::env::temp_dir(),
-            source: e,
-        })?;
-        let (root, newest) = unpack_sdist(&given, unpacked.path())?;
-        (root, Some(newest))
-    } else {
-        (given.clone(), None)
-    };
-    let build_system = BuildSystem::read(&source)?;
-    let (epoch, epoch_source) = match (options.source_date_epoch, sdist_epoch) {
-        (None, Some(e)) => (e, EpochSource::Sdist),
-        _ => source_date_epoch(&source, options.source_date_epoch)?,
-    };
-    let python = Python::find(options.python.as_deref())?;
-    let sealed = SealedVenv::ensure(
-        &python,
-        &build_system,
-        options.lock.as_deref(),
-        &options.trust.root(&options.cache_dir).join("venvs"),
-        options.seal_key.as_deref(),
-    )?;
-
-    let work_root = match &options.work_dir {
-        Some(w) => w.clone(),
-        None => canonical_work_dir()?,
-    };
-    let work = workdir::WorkDir::lock(&work_root, &[&given, &options.out_dir])?;
-    let venv = sealed.instantiate(&work.root().join("venv"))?;
-    let tree = work.root().join("src");
-    let dist = work.root().join("dist");
-    source::copy_tree(&source, &tree)?;
-    if let Some(patch) = &options.patch {
-        source::apply_patch(&tree, patch)?;
-    }
-
-    let flags = prefix_map_flags(&[&tree, work.root()], &options.prefix_maps);
-    let mut cmd = scrubbed_command(&venv.python);
-    cmd.args(["-m", "build", "--wheel", "--no-isolation", "--outdir"])
-        .arg(&dist)
-        .arg(&tree)
-        .current_dir(&tree)
-        .env("SOURCE_DATE_EPOCH", epoch.to_string())
-        .env("PYTHONHASHSEED", "0")
-        .env("CFLAGS", append_flags("CFLAGS", &flags))
-        .env("CXXFLAGS", append_flags("CXXFLAGS", &flags))
-        .envs(
-            options
-                .env
-                .iter()
-                .map(|(k, v)| (k, expand_placeholders(v, work.root(), &tree))),
-        );
-    if !options.path_prepend.is_empty() {
-        let mut dirs = options.path_prepend.clone();
-        if let Some(p) = std::env::var_os("PATH") {
-            dirs.extend(std::env::split_paths(&p));
-        }
-        let joined = std::env::join_paths(dirs).map_err(|e| BuildError::Io {
-            path: options.path_prepend[0].clone(),
-            source: std::io::Error::other(e),
-        })?;
-        cmd.env("PATH", joined);
-    }
+    let prepared = Prepared::new(options)?;
+    let mut cmd = prepared.pep517_command(options, "--wheel")?;
     if let Some(launcher) = &options.launcher {
-        let (cc, cxx) = compilers(&venv.python)?;
+        let (cc, cxx) = compilers(&prepared.venv.python)?;
         cmd.env("CC", format!("{} {cc}", launcher.display()))
             .env("CXX", format!("{} {cxx}", launcher.display()));
     }
     run_logged(cmd, "the PEP 517 build")?;
 
-    let wheels: Vec<PathBuf> = std::fs::read_dir(&dist)
-        .map_err(|e| BuildError::Io {
-            path: dist.clone(),
-            source: e,
-        })?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "whl"))
-        .collect();
-    let [raw] = wheels.as_slice() else {
-        return Err(BuildError::WheelCount {
-            found: wheels.len(),
-        });
-    };
+    let raw = prepared.single_output(".whl")?;
     let (raw, repair) = match &options.repair {
         Some(r) => {
-            let (path, outcome) = repair::repair_wheel(raw, r, &venv.python, &dist)?;
+            let (path, outcome) =
+                repair::repair_wheel(&raw, r, &prepared.venv.python, &prepared.dist)?;
             (path, Some(outcome))
         }
-        None => (raw.clone(), None),
+        None => (raw, None),
     };
     let report = vouch_wheel::normalize_wheel(
         &raw,
         &options.out_dir,
-        vouch_wheel::NormalizeOptions { epoch },
+        vouch_wheel::NormalizeOptions {
+            epoch: prepared.epoch,
+        },
     )?;
     Ok(BuildOutput {
         wheel: report.output,
         sha256: report.sha256,
-        source_date_epoch: epoch,
-        epoch_source,
-        python: python.version,
-        build_tools: venv.frozen,
-        build_lock: venv.lock,
+        source_date_epoch: prepared.epoch,
+        epoch_source: prepared.epoch_source,
+        python: prepared.python.version,
+        build_tools: prepared.venv.frozen,
+        build_lock: prepared.venv.lock,
         seconds: started.elapsed().as_secs_f64(),
         repair,
     })

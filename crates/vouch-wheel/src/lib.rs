@@ -1,5 +1,6 @@
 //! The wheel model: filenames and tags (PEP 427/491), RECORD, a strict reader that rejects
-//! malformed or lying wheels, a deterministic repack, and a member-level diff.
+//! malformed or lying wheels, a deterministic repack, and a member-level diff; the same
+//! deterministic repack for sdists.
 
 mod diff;
 mod error;
@@ -7,6 +8,7 @@ mod filename;
 mod normalize;
 mod reader;
 mod record;
+mod sdist;
 mod time;
 
 pub use diff::{MemberChange, WheelDiff, diff_wheels};
@@ -20,4 +22,8 @@ pub use reader::{
     Member, WheelContents, read_archive, read_wheel,
 };
 pub use record::{Record, RecordEntry, record_hash};
+pub use sdist::{
+    MAX_SDIST_SIZE, SDIST_GZIP_LEVEL, SdistError, SdistKind, SdistMember, SdistReport, diff_sdists,
+    normalize_sdist, read_sdist,
+};
 pub use time::DosTime;

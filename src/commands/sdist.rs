@@ -1,0 +1,43 @@
+//! `vouch sdist`: the project's source distribution, built and normalized.
+
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+use serde::Serialize;
+
+use crate::cli::SdistArgs;
+use crate::common::build_options;
+use crate::output;
+
+/// The report: what was built, and the variables the backend saw beyond the scrubbed set.
+#[derive(Serialize)]
+struct SdistRecord {
+    #[serde(flatten)]
+    sdist: vouch_build::SdistOutput,
+    env: std::collections::BTreeMap<String, String>,
+}
+
+pub fn sdist(args: SdistArgs) -> anyhow::Result<ExitCode> {
+    let mut options = build_options(
+        &args.source,
+        &args.out,
+        args.epoch.source_date_epoch,
+        &args.env,
+    )?;
+    options.env = args.set.clone();
+    crate::common::warn_unkeyed(options.trust, options.seal_key.is_some());
+    output::note(format!("building the sdist of {}", args.source.display()));
+    let spinner = output::spinner(format!("building the sdist of {}", args.source.display()));
+    let built = vouch_build::build_sdist(&options)
+        .with_context(|| format!("building an sdist from {:?}", args.source))?;
+    drop(spinner);
+    if args.common.json {
+        output::json(&SdistRecord {
+            sdist: built,
+            env: args.set.iter().cloned().collect(),
+        });
+    } else {
+        output::data(format!("{}  {}", built.sha256, built.sdist.display()));
+    }
+    Ok(ExitCode::SUCCESS)
+}
