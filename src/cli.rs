@@ -203,6 +203,9 @@ pub struct SdistArgs {
     /// Where to write the normalized sdist (`<name>-<version>.tar.gz`).
     #[arg(long, value_name = "DIR")]
     pub out: PathBuf,
+    /// A project profile whose `[sdist] env` the backend gets (before any `--set`).
+    #[arg(long, value_name = "FILE")]
+    pub profile: Option<PathBuf>,
     /// A variable for the build backend (recorded in the report, so never a secret), e.g.
     /// `--set CUPY_INSTALL_USE_STUB=1` so CuPy's setup.py lists its sources without CUDA.
     #[arg(long = "set", value_name = "KEY=VALUE", value_parser = parse_set)]

@@ -24,7 +24,18 @@ pub fn sdist(args: SdistArgs) -> anyhow::Result<ExitCode> {
         args.epoch.source_date_epoch,
         &args.env,
     )?;
-    options.env = args.set.clone();
+    let mut env: Vec<(String, String)> = match &args.profile {
+        Some(p) => vouch_profile::Profile::load(p)?
+            .sdist
+            .env
+            .into_iter()
+            .collect(),
+        None => Vec::new(),
+    };
+    // A `--set` overrides the profile's value of the same variable.
+    env.retain(|(k, _)| !args.set.iter().any(|(s, _)| s == k));
+    env.extend(args.set.iter().cloned());
+    options.env = env.clone();
     crate::common::warn_unkeyed(options.trust, options.seal_key.is_some());
     output::note(format!("building the sdist of {}", args.source.display()));
     let spinner = output::spinner(format!("building the sdist of {}", args.source.display()));
@@ -34,7 +45,7 @@ pub fn sdist(args: SdistArgs) -> anyhow::Result<ExitCode> {
     if args.common.json {
         output::json(&SdistRecord {
             sdist: built,
-            env: args.set.iter().cloned().collect(),
+            env: env.into_iter().collect(),
         });
     } else {
         output::data(format!("{}  {}", built.sha256, built.sdist.display()));

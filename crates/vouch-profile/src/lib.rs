@@ -153,9 +153,12 @@ pub struct Profile {
     #[serde(default)]
     pub env: BTreeMap<String, String>,
     pub inputs: Inputs,
-    /// `auditwheel repair` settings for Linux cells (run when auditwheel is on PATH).
+    /// How wheels are repaired (auditwheel, delvewheel); its presence makes repair mandatory.
     #[serde(default)]
     pub repair: Option<RepairSpec>,
+    /// `vouch sdist --profile`: what the build backend needs to list the sources.
+    #[serde(default)]
+    pub sdist: SdistSpec,
     /// The hash-locked build tools (`vouch lock`): where the lock files live and the
     /// project's build requirements. Without it, builds install the tools unhashed.
     #[serde(default)]
@@ -278,6 +281,15 @@ pub struct RepairSpec {
     /// `--plat` per platform, e.g. `linux-64 = "manylinux_2_28_x86_64"`.
     #[serde(default)]
     pub plat: BTreeMap<String, String>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct SdistSpec {
+    /// Variables for the backend while it packs the sdist (CuPy's setup.py wants a CUDA
+    /// toolkit unless `CUPY_INSTALL_USE_STUB=1`). Recorded, so never secrets.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
 }
 
 /// One build of the matrix.

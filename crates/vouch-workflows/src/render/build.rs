@@ -349,7 +349,7 @@ jobs:
         run: |
           # Fixed epoch and a normalized tar.gz: a rebuild from the same commit gives the same
           # bytes. Every cell's build job builds its wheel from this one file.
-          vouch sdist --source . --out sdist
+          vouch sdist --profile "$VOUCH_PROFILE" --source . --out sdist
       - name: Upload the sdist
         uses: @@UPLOAD_ARTIFACT@@
         with:
