@@ -24,14 +24,25 @@ pub fn sdist(args: SdistArgs) -> anyhow::Result<ExitCode> {
         args.epoch.source_date_epoch,
         &args.env,
     )?;
-    let mut env: Vec<(String, String)> = match &args.profile {
-        Some(p) => vouch_profile::Profile::load(p)?
-            .sdist
-            .env
-            .into_iter()
-            .collect(),
-        None => Vec::new(),
-    };
+    let profile = args
+        .profile
+        .as_deref()
+        .map(vouch_profile::Profile::load)
+        .transpose()?;
+    // The profile's build tools, locked for this interpreter on this machine.
+    if let Some(p) = &profile {
+        let python = vouch_build::Python::find(options.python.as_deref())?;
+        let minor: Vec<&str> = python.version.split('.').take(2).collect();
+        let tag = format!(
+            "{}{}",
+            minor.join("."),
+            if python.free_threaded { "t" } else { "" }
+        );
+        options.lock = vouch_core::Platform::host().and_then(|h| p.lock_file_for(&tag, h));
+    }
+    let mut env: Vec<(String, String)> = profile
+        .map(|p| p.sdist.env.into_iter().collect())
+        .unwrap_or_default();
     // A `--set` overrides the profile's value of the same variable.
     env.retain(|(k, _)| !args.set.iter().any(|(s, _)| s == k));
     env.extend(args.set.iter().cloned());

@@ -49,6 +49,19 @@ impl Platform {
         }
     }
 
+    /// The platform of the machine vouch runs on, when it is one a profile can name.
+    pub fn host() -> Option<Platform> {
+        if cfg!(all(target_os = "linux", target_arch = "x86_64")) {
+            Some(Platform::Linux64)
+        } else if cfg!(all(target_os = "linux", target_arch = "aarch64")) {
+            Some(Platform::LinuxAarch64)
+        } else if cfg!(all(target_os = "windows", target_arch = "x86_64")) {
+            Some(Platform::Win64)
+        } else {
+            None
+        }
+    }
+
     /// `linux-64, linux-aarch64, win-64`: what a message says a platform must be.
     pub fn names() -> String {
         Platform::ALL

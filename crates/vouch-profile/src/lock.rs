@@ -78,13 +78,26 @@ pub(crate) fn validate(p: &Profile) -> Result<(), String> {
 impl Profile {
     /// The lock file `cell` builds with; `None` when the profile has no `[lock]`.
     pub fn lock_file(&self, cell: &Cell) -> Option<PathBuf> {
+        if cell.build_requires.is_empty() {
+            return self.lock_file_for(&cell.python, cell.platform);
+        }
         let spec = self.lock.as_ref()?;
-        let name = if cell.build_requires.is_empty() {
-            format!("build-py{}-{}.txt", cell.python, cell.platform)
-        } else {
-            format!("build-{}.txt", cell.id)
-        };
-        Some(self.dir.join(&spec.dir).join(name))
+        Some(
+            self.dir
+                .join(&spec.dir)
+                .join(format!("build-{}.txt", cell.id)),
+        )
+    }
+
+    /// The base lock of one Python (`3.12`, `3.14t`) on one platform: what a build outside the
+    /// matrix (the sdist) installs.
+    pub fn lock_file_for(&self, python: &str, platform: Platform) -> Option<PathBuf> {
+        let spec = self.lock.as_ref()?;
+        Some(
+            self.dir
+                .join(&spec.dir)
+                .join(format!("build-py{python}-{platform}.txt")),
+        )
     }
 
     /// Every lock file the plan's cells need, once each, in plan order.

@@ -12,15 +12,7 @@ const MANYLINUX_GLIBC_MINOR: u32 = 28;
 
 /// The platform of the machine vouch runs on, when it is one a profile can name.
 pub fn host() -> Option<Platform> {
-    if cfg!(all(target_os = "linux", target_arch = "x86_64")) {
-        Some(Platform::Linux64)
-    } else if cfg!(all(target_os = "linux", target_arch = "aarch64")) {
-        Some(Platform::LinuxAarch64)
-    } else if cfg!(all(target_os = "windows", target_arch = "x86_64")) {
-        Some(Platform::Win64)
-    } else {
-        None
-    }
+    Platform::host()
 }
 
 pub fn is_linux(platform: Platform) -> bool {
