@@ -140,6 +140,11 @@ pub struct BuildEnvArgs {
     /// never when it holds or lies inside the source or the output.
     #[arg(long, env = "VOUCH_WORK_DIR", value_name = "DIR")]
     pub work_dir: Option<PathBuf>,
+    /// Install the build tools from this hash-locked file (`vouch lock` writes them; a cell
+    /// build takes its own from the profile): what an auditor's rebuild needs to run the
+    /// release's exact tools.
+    #[arg(long, value_name = "FILE")]
+    pub lock: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]

@@ -67,7 +67,7 @@ pub fn build_options(
         prefix_maps: Vec::new(),
         patch: None,
         repair: None,
-        lock: None,
+        lock: env.lock.clone(),
         trust: trust_level(None),
         seal_key: env.tools.seal_key()?,
     })

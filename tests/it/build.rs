@@ -274,7 +274,13 @@ fn build_env_is_scrubbed_of_secrets() {
 #[test]
 fn demo_builds_twice_and_reports_identical() {
     let dir = tempdir();
-    let r = run(vouch().arg("demo").arg("--out").arg(dir.path()));
+    // The demo's own work directories (next to its sources), not two inside the suite's
+    // shared one, which another test's build empties when it takes it.
+    let r = run(vouch()
+        .env_remove("VOUCH_WORK_DIR")
+        .arg("demo")
+        .arg("--out")
+        .arg(dir.path()));
     assert_eq!(r.code, 0, "{}", r.stderr);
     let lines: Vec<&str> = r.stdout.lines().collect();
     assert_eq!(lines.len(), 6, "{}", r.stdout);

@@ -288,7 +288,7 @@ pub fn build_cell(job: CellJob<'_>, reporter: &dyn Reporter) -> Result<CellOutco
 
     options.source = source.clone();
     options.out_dir = out.clone();
-    options.lock = profile.lock_file(&cell);
+    options.lock = profile.lock_file(&cell).or(options.lock.take());
     options.source_date_epoch = options.source_date_epoch.or(sdist_epoch);
     let toolchain_started = Instant::now();
     let installed = install_toolchain(
