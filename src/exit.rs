@@ -383,11 +383,12 @@ impl Classify for vouch_build::BuildError {
             vouch_build::BuildError::NoPython(_)
             | vouch_build::BuildError::Spawn { .. }
             | vouch_build::BuildError::Sealed(_)
-            | vouch_build::BuildError::Repair { .. } => Status::Environment,
+            | vouch_build::BuildError::RepairTool { .. } => Status::Environment,
             vouch_build::BuildError::WorkDir { .. } => Status::Usage,
             vouch_build::BuildError::Failed { .. }
             | vouch_build::BuildError::WheelCount { .. }
-            | vouch_build::BuildError::SdistCount { .. } => Status::BuildFailed,
+            | vouch_build::BuildError::SdistCount { .. }
+            | vouch_build::BuildError::Repair { .. } => Status::BuildFailed,
         })
     }
 }

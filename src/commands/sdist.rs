@@ -39,6 +39,13 @@ pub fn sdist(args: SdistArgs) -> anyhow::Result<ExitCode> {
             if python.free_threaded { "t" } else { "" }
         );
         options.lock = vouch_core::Platform::host().and_then(|h| p.lock_file_for(&tag, h));
+        if p.lock.is_some() && options.lock.is_none() {
+            anyhow::bail!(
+                "the profile's build tools are locked per platform, and this machine is none of \
+                 its platforms ({}): no lock applies; pass --lock FILE",
+                vouch_core::Platform::names()
+            );
+        }
     }
     let mut env: Vec<(String, String)> = profile
         .map(|p| p.sdist.env.into_iter().collect())

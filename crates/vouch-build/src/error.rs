@@ -43,7 +43,10 @@ pub enum BuildError {
     /// A sealed tree (the build venv) could not be checked, copied or recorded.
     #[error("build venv")]
     Sealed(#[source] vouch_fs::seal::SealError),
-    /// A release wheel could not be repaired (no tool in the venv, or it kept its tag).
+    /// A release wheel needs a repair tool the build venv does not have.
+    #[error("repairing {wheel}: {reason}")]
+    RepairTool { wheel: String, reason: String },
+    /// The repair ran and its result is not a release wheel (still `linux_*`, unreadable).
     #[error("repairing {wheel}: {reason}")]
     Repair { wheel: String, reason: String },
     /// The build tools' lock: missing, stale, or a file the index served that it does not list.

@@ -152,7 +152,7 @@ pub(crate) fn repair_wheel(
     let module = tool.module();
     let Some(version) = installed_version(python, module)? else {
         if repair.required {
-            return Err(BuildError::Repair {
+            return Err(BuildError::RepairTool {
                 wheel: name,
                 reason: format!(
                     "{module} is not in the build venv, and this profile's [repair] makes repair mandatory: \

@@ -18,6 +18,9 @@ pub struct SdistOutput {
     pub python: String,
     /// `name==version` of everything in the build venv.
     pub build_tools: Vec<String>,
+    /// The hash-locked tools, when the build had a lock.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub build_lock: Option<crate::BuildLock>,
     pub seconds: f64,
 }
 
@@ -47,6 +50,7 @@ pub fn build_sdist(options: &BuildOptions) -> Result<SdistOutput, BuildError> {
         epoch_source: prepared.epoch_source,
         python: prepared.python.version,
         build_tools: prepared.venv.frozen,
+        build_lock: prepared.venv.lock,
         seconds: started.elapsed().as_secs_f64(),
     })
 }

@@ -57,6 +57,13 @@ impl WorkDir {
             reason,
         };
         let root = &resolved(root)?;
+        // Inside another build's work directory, this build's files would be emptied by that
+        // one (when it starts, or when it ends) while this build runs.
+        if let Some(outer) = root.ancestors().skip(1).find(|a| a.join(MARKER).is_file()) {
+            return Err(refuse(format!(
+                "lies inside {outer:?}, another vouch work directory, which is emptied when a build takes it; choose a directory outside it"
+            )));
+        }
         for k in keep {
             let k = resolved(k)?;
             if root == &k || k.starts_with(root) {
@@ -146,6 +153,19 @@ mod tests {
         assert!(err.to_string().contains("not made by vouch"), "{err}");
         assert!(foreign.join("notes.txt").is_file());
         assert!(src.join("uncommitted.py").is_file());
+
+        // Nothing inside another work directory (it would be emptied under this build).
+        let outer = d.path().join("outer");
+        std::fs::create_dir_all(&outer).unwrap();
+        let held = WorkDir::lock(&outer, &[&src]).unwrap();
+        let err = WorkDir::lock(&outer.join("inner"), &[&src])
+            .err()
+            .expect("refused");
+        assert!(
+            err.to_string().contains("another vouch work directory"),
+            "{err}"
+        );
+        drop(held);
 
         // An empty one is taken and marked.
         let fresh = d.path().join("fresh");

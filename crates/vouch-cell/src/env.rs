@@ -44,11 +44,19 @@ pub(crate) fn cell_env(
     }
     if let Some(i) = toolkit {
         env.insert("CUDA_PATH".to_owned(), i.cuda_path.display().to_string());
-        let lib = vouch_core::host::HostLayout::current().join_path_list(i.library_path())?;
-        env.insert(
-            "LIBRARY_PATH".to_owned(),
-            lib.to_string_lossy().into_owned(),
-        );
+        // gcc's ld reads LIBRARY_PATH; MSVC's link.exe reads LIB (which vcvars already filled
+        // with the SDK's directories: the toolkit's goes first, theirs stay).
+        let mut dirs = i.library_path();
+        let var = if cell.platform == vouch_core::Platform::Win64 {
+            if let Some(existing) = std::env::var_os("LIB") {
+                dirs.extend(std::env::split_paths(&existing));
+            }
+            "LIB"
+        } else {
+            "LIBRARY_PATH"
+        };
+        let lib = vouch_core::host::HostLayout::current().join_path_list(dirs)?;
+        env.insert(var.to_owned(), lib.to_string_lossy().into_owned());
     }
     Ok(env)
 }

@@ -135,8 +135,16 @@ pub fn owned_private_dir(dir: &Path) -> io::Result<()> {
                 meta.mode() & 0o777
             ));
         }
+        // Ours and not writable by others, but readable: close it (the sources built in it
+        // need not be world-readable).
+        if meta.mode() & 0o077 != 0 {
+            use std::os::unix::fs::PermissionsExt as _;
+            std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
+        }
         Ok(())
     }
+    // Windows: no owner or ACL check yet (a local user who pre-creates the directory could
+    // tamper with builds in it); give such machines a private `--work-dir`.
     #[cfg(not(unix))]
     {
         std::fs::create_dir_all(dir)
@@ -161,6 +169,27 @@ pub fn copy_atomically(from: &Path, dest: &Path, mode: Mode) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[cfg(unix)]
+    #[test]
+    fn issue16_owned_private_dir_makes_0700_closes_0755_and_refuses_links_and_0777() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let d = tempfile::tempdir().unwrap();
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        let fresh = d.path().join("fresh");
+        owned_private_dir(&fresh).unwrap();
+        assert_eq!(mode(&fresh), 0o700);
+        std::fs::set_permissions(&fresh, std::fs::Permissions::from_mode(0o755)).unwrap();
+        owned_private_dir(&fresh).unwrap();
+        assert_eq!(mode(&fresh), 0o700);
+        std::fs::set_permissions(&fresh, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let err = owned_private_dir(&fresh).unwrap_err().to_string();
+        assert!(err.contains("writable by others"), "{err}");
+        let link = d.path().join("link");
+        std::os::unix::fs::symlink(&fresh, &link).unwrap();
+        let err = owned_private_dir(&link).unwrap_err().to_string();
+        assert!(err.contains("a link is refused"), "{err}");
+    }
 
     #[test]
     fn issue12_output_can_patch_and_read_back_before_commit() {

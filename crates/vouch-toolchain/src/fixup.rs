@@ -27,7 +27,7 @@ pub fn fix_tree(cuda_path: &Path, platform: Platform) -> Result<(), ToolchainErr
         .any(|p| cuda_path.join(p).exists());
     if lib.is_dir() && !has_stub {
         let stubs = lib.join("stubs");
-        if target::host() == Some(platform) {
+        if Platform::host() == Some(platform) {
             stub_library(&stubs, "cuda", 1)?;
         } else if let Machine::Elf(machine) = Machine::of(platform) {
             // Another machine's stub: the host's C compiler cannot make it, and a cross

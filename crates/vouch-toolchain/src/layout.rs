@@ -75,7 +75,7 @@ pub fn check(cuda_path: &Path, platform: Platform) -> Result<Option<Machine>, To
     let want = Machine::of(platform);
     match machine_of(&nvcc)? {
         Some(got) if got == want => Ok(Some(got)),
-        None if target::host() == Some(platform) && starts_with(&nvcc, b"#!")? => Ok(None),
+        None if Platform::host() == Some(platform) && starts_with(&nvcc, b"#!")? => Ok(None),
         got => Err(ToolchainError::Layout(format!(
             "{} is {}, but a {platform} toolkit needs {}",
             nvcc.display(),

@@ -572,7 +572,7 @@ fn run(cmd: Command, what: &str) -> Result<String, ToolchainError> {
 
 fn nvcc_version(cuda_path: &Path, platform: Platform) -> Option<String> {
     let nvcc = cuda_path.join("bin").join(target::nvcc_name(platform));
-    if target::host() != Some(platform) || !nvcc.exists() {
+    if Platform::host() != Some(platform) || !nvcc.exists() {
         return None;
     }
     let out = scrubbed(&nvcc).arg("--version").output().ok()?;

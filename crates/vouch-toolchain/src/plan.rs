@@ -53,7 +53,7 @@ pub fn plan(
     platform: Platform,
 ) -> Result<Plan, ToolchainError> {
     let key = toolchain_key(spec, profile_dir)?;
-    let host = target::host();
+    let host = Platform::host();
     let mut plan = Plan {
         platform: platform.to_string(),
         host: host.map(|h| h.to_string()),

@@ -10,11 +10,6 @@ use vouch_core::Platform;
 /// build in. The pins name exact files, so the tags only have to admit them.
 const MANYLINUX_GLIBC_MINOR: u32 = 28;
 
-/// The platform of the machine vouch runs on, when it is one a profile can name.
-pub fn host() -> Option<Platform> {
-    Platform::host()
-}
-
 pub fn is_linux(platform: Platform) -> bool {
     matches!(platform, Platform::Linux64 | Platform::LinuxAarch64)
 }

@@ -129,7 +129,7 @@ fn linux_aarch64_toolkit_from_archives_is_laid_out_with_an_aarch64_link_stub() {
     assert_eq!(got.platform, "linux-aarch64");
     assert_eq!(got.machine.as_deref(), Some("ELF AArch64"));
     // An aarch64 nvcc is never run on this x86_64 (or any non-aarch64) host.
-    if vouch_toolchain::target::host() != Some(Platform::LinuxAarch64) {
+    if Platform::host() != Some(Platform::LinuxAarch64) {
         assert_eq!(got.nvcc, None);
     }
     let cuda = &got.cuda_path;
@@ -151,7 +151,7 @@ fn linux_aarch64_toolkit_from_archives_is_laid_out_with_an_aarch64_link_stub() {
         Path::new("libcudart.so.12")
     );
     // The link stub is an aarch64 shared object named libcuda.so.1, whatever the host.
-    if vouch_toolchain::target::host() != Some(Platform::LinuxAarch64) {
+    if Platform::host() != Some(Platform::LinuxAarch64) {
         let stub = std::fs::read(cuda.join("lib/stubs/libcuda.so")).unwrap();
         assert_eq!(elf_machine(&stub), Some(EM_AARCH64));
         assert_eq!(u16::from_le_bytes([stub[16], stub[17]]), 3, "ET_DYN");
