@@ -152,6 +152,10 @@ pub struct Profile {
     /// Environment for every cell.
     #[serde(default)]
     pub env: BTreeMap<String, String>,
+    /// Environment for the cells of one platform, over `env` (a compiler's flags differ
+    /// between gcc and MSVC). A flavor's and a cell's own `env` still win.
+    #[serde(default)]
+    pub platform_env: BTreeMap<String, BTreeMap<String, String>>,
     pub inputs: Inputs,
     /// How wheels are repaired (auditwheel, delvewheel); its presence makes repair mandatory.
     #[serde(default)]
@@ -429,6 +433,15 @@ impl Profile {
                 ));
             }
         }
+        for pl in p.platform_env.keys() {
+            check_platform(&format!("platform_env.{pl}"), pl)?;
+            if !p.platforms.contains(pl) {
+                return Err(invalid(
+                    origin,
+                    format!("platform_env.{pl}: {pl:?} is not in `platforms`"),
+                ));
+            }
+        }
         for (pl, image) in &p.containers {
             let key = format!("containers.{pl}");
             check_platform(&key, pl)?;
@@ -560,6 +573,7 @@ impl Profile {
             .parse()
             .expect("Profile::parse checked every platform name");
         let mut env = self.env.clone();
+        env.extend(self.platform_env.get(platform).cloned().unwrap_or_default());
         env.extend(f.env.clone());
         env.extend(extra.clone());
         Cell {
@@ -757,6 +771,22 @@ cuda = "13.0"
             let e = Profile::parse(&text, "p").unwrap_err().to_string();
             assert!(e.contains(want), "{e}");
         }
+    }
+
+    #[test]
+    fn issue16_platform_env_sits_between_the_profile_and_the_flavor() {
+        let good = MIN.replace(
+            "inputs = {",
+            "env = { A = \"profile\", B = \"profile\" }\nplatform_env = { linux-64 = { A = \"platform\", C = \"platform\" } }\ninputs = {",
+        )
+        .replace("cuda = \"13.0\"\n", "cuda = \"13.0\"\nenv = { C = \"flavor\" }\n");
+        let cell = &Profile::parse(&good, "p").unwrap().plan()[0];
+        assert_eq!(cell.env["A"], "platform");
+        assert_eq!(cell.env["B"], "profile");
+        assert_eq!(cell.env["C"], "flavor");
+        let bad = good.replace("platform_env = { linux-64", "platform_env = { win-64");
+        let err = Profile::parse(&bad, "p").unwrap_err().to_string();
+        assert!(err.contains("platform_env.win-64"), "{err}");
     }
 
     #[test]
