@@ -140,6 +140,18 @@ pub(crate) fn run_logged(cmd: Command, what: &str) -> Result<String, BuildError>
     })
 }
 
+/// `PATH` with `first` ahead of this process's own entries.
+pub(crate) fn path_with_first(first: &[PathBuf]) -> Result<std::ffi::OsString, BuildError> {
+    let mut dirs = first.to_vec();
+    if let Some(p) = std::env::var_os("PATH") {
+        dirs.extend(std::env::split_paths(&p));
+    }
+    std::env::join_paths(dirs).map_err(|e| BuildError::Io {
+        path: first.first().cloned().unwrap_or_default(),
+        source: std::io::Error::other(e),
+    })
+}
+
 fn prefix_map_flags(dirs: &[&Path], extra: &[(PathBuf, String)]) -> String {
     dirs.iter()
         .map(|d| format!("-ffile-prefix-map={}=.", d.display()))
@@ -309,15 +321,7 @@ impl Prepared {
                     .map(|(k, v)| (k, expand_placeholders(v, work, tree))),
             );
         if !options.path_prepend.is_empty() {
-            let mut dirs = options.path_prepend.clone();
-            if let Some(p) = std::env::var_os("PATH") {
-                dirs.extend(std::env::split_paths(&p));
-            }
-            let joined = std::env::join_paths(dirs).map_err(|e| BuildError::Io {
-                path: options.path_prepend[0].clone(),
-                source: std::io::Error::other(e),
-            })?;
-            cmd.env("PATH", joined);
+            cmd.env("PATH", path_with_first(&options.path_prepend)?);
         }
         Ok(cmd)
     }

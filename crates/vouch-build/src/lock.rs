@@ -422,17 +422,9 @@ impl Uv {
             .collect();
         std::fs::write(&req, format!("uv=={UV_VERSION}{hashes}\n")).map_err(io(&req))?;
         let mut cmd = crate::scrubbed_command(&crate::venv::venv_python(&venv));
-        cmd.args([
-            "-m",
-            "pip",
-            "install",
-            "--quiet",
-            "--require-hashes",
-            "--no-deps",
-            "--only-binary=:all:",
-            "-r",
-        ])
-        .arg(&req);
+        cmd.args(crate::venv::PIP_HASHED_INSTALL)
+            .arg("-r")
+            .arg(&req);
         crate::run_logged(cmd, "pip install of uv (hash-pinned)")?;
         let program = vouch_core::host::HostLayout::current().venv_program(&venv, "uv");
         Ok(Uv { program, _dir: dir })

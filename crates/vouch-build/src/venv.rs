@@ -90,6 +90,18 @@ pub struct SealedVenv {
 }
 
 const FREEZE_FILE: &str = "vouch-freeze.txt";
+
+/// pip installing exactly the files a hash-pinned requirements file names: every file's
+/// sha256 checked, nothing resolved beyond it, no source builds.
+pub(crate) const PIP_HASHED_INSTALL: &[&str] = &[
+    "-m",
+    "pip",
+    "install",
+    "--quiet",
+    "--require-hashes",
+    "--no-deps",
+    "--only-binary=:all:",
+];
 /// The [`BuildLock`] of a locked venv, sealed with it.
 const LOCK_RECORD_FILE: &str = "vouch-lock.json";
 
@@ -160,19 +172,11 @@ impl Source<'_> {
                 let report_dir = tempfile::tempdir().map_err(io(&std::env::temp_dir()))?;
                 let report = report_dir.path().join("pip-report.json");
                 let mut cmd = scrubbed_command(python);
-                cmd.args([
-                    "-m",
-                    "pip",
-                    "install",
-                    "--quiet",
-                    "--require-hashes",
-                    "--no-deps",
-                    "--only-binary=:all:",
-                    "--report",
-                ])
-                .arg(&report)
-                .arg("-r")
-                .arg(&lock.path);
+                cmd.args(PIP_HASHED_INSTALL)
+                    .arg("--report")
+                    .arg(&report)
+                    .arg("-r")
+                    .arg(&lock.path);
                 match run_logged(cmd, "pip install of the locked build tools") {
                     Ok(_) => {}
                     Err(BuildError::Failed { output_tail, .. })
