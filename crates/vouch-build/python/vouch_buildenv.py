@@ -171,14 +171,21 @@ def _canonical(value):
 
 @functools.lru_cache(maxsize=None)
 def _cython_identity() -> dict:
-    """Cython's version and the digest of its installed files' RECORD: a patched or rebuilt
-    Cython of the same version is another Cython."""
+    """Cython's version and the digest of its installed files' hashes (RECORD): a patched or
+    rebuilt Cython of the same version is another Cython. Only the package's own files
+    count: the console scripts (`../../../bin/cython`) carry the venv's path in their
+    shebang, and the dist-info's own files say how it was installed, not what it is."""
     import Cython
     from importlib import metadata
     try:
-        record = metadata.distribution('Cython').read_text('RECORD') or ''
+        lines = (metadata.distribution('Cython').read_text('RECORD') or '').splitlines()
     except metadata.PackageNotFoundError:
-        record = ''
+        lines = []
+    record = '\n'.join(sorted(
+        line for line in lines
+        if line and not line.startswith('..') and '.dist-info/' not in line
+        and '__pycache__' not in line
+    ))
     return {
         'version': Cython.__version__,
         'record_sha256': hashlib.sha256(record.encode('utf-8')).hexdigest(),

@@ -119,8 +119,9 @@ pub struct BuildOutput {
     pub seconds: f64,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub repair: Option<RepairOutcome>,
-    /// What the Cython translation cache did, when the build had one.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// What the Cython translation cache did, when the build had one. Reported in the
+    /// cache's record (`cache.cython`), next to the compiler cache's counters.
+    #[serde(skip)]
     pub cython_cache: Option<CythonCacheStats>,
 }
 
