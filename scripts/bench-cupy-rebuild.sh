@@ -77,7 +77,7 @@ else
   tar -xzf "$sdist" -C "$work/unpack"
   mv "$work/unpack/cupy-$VERSION" "$work/base"
   # The sdist's epoch: its newest member, as a build of the sdist itself would take it.
-  epoch=$(python3 -c 'import sys, tarfile; print(max(m.mtime for m in tarfile.open(sys.argv[1])))' "$sdist")
+  epoch=$(python3 -c 'import sys, tarfile; print(int(max(m.mtime for m in tarfile.open(sys.argv[1]))))' "$sdist")
   pyx_file=cupy/cuda/device.pyx
   pyx_old="    return runtime.getDevice()"
   pyx_new="    cdef int device_id = runtime.getDevice()
