@@ -540,7 +540,7 @@ cuda = "13.0"
         .unwrap();
         let c = &p.workflows.unwrap().cache;
         assert_eq!(c.store, CacheStoreKind::None);
-        assert_eq!(c.pin(CacheTool::Sccache).sha256, [h.clone()]);
+        assert_eq!(c.pin(CacheTool::Sccache).sha256, std::slice::from_ref(&h));
         let s = c.pin(CacheTool::Ccache);
         assert_eq!((s.version.as_str(), s.sha256), ("4.14.2", vec![h]));
     }
