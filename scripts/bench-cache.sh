@@ -295,7 +295,8 @@ for n in rows:
     h, m, d = rate(n)
     if h == 0:
         broken.append(n)
-    print(f"{n:22s} last warm run: {h} hits / {m} misses of {units} units ({100*h/max(h+m,1):.1f}%); {d}")
+    # sccache counts each nvcc sub-step (cudafe++, cicc, ptxas) as a compile of its own.
+    print(f"{n:22s} last warm run: {h} hits / {m} misses ({units} units; {100*h/max(h+m,1):.1f}%); {d}")
 print()
 pairs = [("ccache", "directory", "ccache-local", "ccache-gateway"),
          ("sccache", "directory", "sccache-local", "sccache-gateway"),
