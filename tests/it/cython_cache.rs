@@ -97,15 +97,29 @@ fn a_cython_cache_hit_gives_the_wheel_a_miss_and_an_uncached_build_give() {
     let dir = tempdir();
     let cold = build(dir.path(), &project(dir.path(), "a"), "cold", Some(TRUSTED));
     assert_eq!(cold.cython(), (0, 2, 2), "{}", cold.json["cache"]);
+    // Per module: the entry, and the manifest (`.deps`) naming the files it was keyed over.
     let kv: Vec<String> = store_files(dir.path(), "branch/main")
         .into_iter()
         .filter(|f| f.starts_with("@/kv/cython/v1/"))
         .collect();
-    assert_eq!(kv.len(), 2, "{kv:?}");
-    assert!(
-        kv.iter()
-            .any(|f| f.starts_with("@/kv/cython/v1/cyproj.core/"))
-    );
+    assert_eq!(kv.len(), 4, "{kv:?}");
+    let core: Vec<&String> = kv
+        .iter()
+        .filter(|f| f.starts_with("@/kv/cython/v1/cyproj.core/"))
+        .collect();
+    assert_eq!(core.len(), 2, "{kv:?}");
+    let manifest = core
+        .iter()
+        .find(|f| f.ends_with(".deps"))
+        .expect("a manifest");
+    let manifest: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(dir.path().join("store/branch/main").join(manifest)).unwrap(),
+    )
+    .unwrap();
+    let deps = manifest["dependencies"].to_string();
+    for file in ["core.pyx", "__init__.pxd", "mid.pxd", "deep.pxd"] {
+        assert!(deps.contains(file), "{file} not in {deps}");
+    }
 
     // The same sources from another directory: every translation and every compile (the
     // configure probe in its mkdtemp() directory included) comes from the store.
@@ -143,7 +157,9 @@ fn every_input_of_a_translation_is_in_its_key() {
     );
 
     // A .pxd two levels below core.pyx (core cimports mid, mid cimports deep): core misses,
-    // other (which cimports neither) hits.
+    // other (which cimports neither) hits. For `from cyproj cimport mid` Cython's own
+    // dependency tree lists only cyproj/__init__.pxd, not mid.pxd or deep.pxd (so Cython's
+    // cache would hit here); the files Cython actually read are what the key covers.
     let deep = project(dir.path(), "deep");
     edit(&deep.join("cyproj/deep.pxd"), "DEEP = 41", "DEEP = 40");
     let b = build(dir.path(), &deep, "deep", Some(TRUSTED));
@@ -160,6 +176,25 @@ fn every_input_of_a_translation_is_in_its_key() {
         build(dir.path(), &comment, "comment", Some(TRUSTED)).cython(),
         (1, 1, 1),
         "a comment in a .pxd two levels down"
+    );
+
+    // The package's __init__.pxd, which Cython reads for the cimport.
+    let init = project(dir.path(), "init");
+    std::fs::write(init.join("cyproj/__init__.pxd"), "cdef int PACKAGE_LEVEL\n").unwrap();
+    assert_eq!(
+        build(dir.path(), &init, "init", Some(TRUSTED)).cython(),
+        (1, 1, 1),
+        "the package's __init__.pxd"
+    );
+
+    // A new .pxd on the search path, read by nothing yet: which file a cimport resolves to
+    // depends on what exists, so every translation misses.
+    let new_file = project(dir.path(), "new-file");
+    std::fs::write(new_file.join("cyproj/extra.pxd"), "cdef int EXTRA\n").unwrap();
+    assert_eq!(
+        build(dir.path(), &new_file, "new-file", Some(TRUSTED)).cython(),
+        (0, 2, 2),
+        "a new .pxd on the search path"
     );
 
     // A compiler directive (Cython's own cache leaves directives out of its fingerprint).
@@ -214,8 +249,12 @@ fn a_pull_requests_build_reads_mains_translations_and_writes_only_its_own_scope(
         .into_iter()
         .filter(|f| f.starts_with("@/kv/cython/"))
         .collect();
-    assert_eq!(pr_kv.len(), 1, "{pr_kv:?}");
-    assert!(pr_kv[0].starts_with("@/kv/cython/v1/cyproj.other/"));
+    assert_eq!(pr_kv.len(), 2, "the entry and its manifest: {pr_kv:?}");
+    assert!(
+        pr_kv
+            .iter()
+            .all(|f| f.starts_with("@/kv/cython/v1/cyproj.other/"))
+    );
 
     // main's next build never reads the pull request's translation of other.pyx.
     let again = build(dir.path(), &pr, "main-again", Some(TRUSTED));

@@ -17,9 +17,10 @@ build only; without them, importing it does nothing.
 
 ``VOUCH_CYTHON_CACHE=<dir>``
     Cython's translation (``.pyx`` to ``.c``/``.cpp``) goes through vouch's scoped cache
-    gateway, whose URL (with its secret) is in ``<dir>/url``. The key is a SHA-256 over
-    everything that decides the generated code (:func:`_key`); the entry is the generated
-    files. Counters go to ``<dir>/events-<pid>.jsonl`` for the build record. A broken
+    gateway, whose URL (with its secret) is in ``<dir>/url``. Keys are SHA-256 digests over
+    everything that decides the generated code: the translation key (:func:`_translation_key`)
+    names a manifest, the list of files the last translation read, and the entry's key adds
+    their contents (:func:`_entry_key`); the entry is the generated files. Counters go to ``<dir>/events-<pid>.jsonl`` for the build record. A broken
     gateway never fails the build: the translation runs as if there were no cache.
 
 Standard library only: it runs in whatever interpreter the cell builds with.
@@ -198,32 +199,92 @@ def _cython_dir() -> str:
     return os.path.dirname(os.path.realpath(Cython.__file__)) + os.sep
 
 
-def _key(source: str, options, full_module_name, deps) -> tuple[str, list[str]]:
-    """The cache key of translating ``source``, and the dependency files it covers."""
-    identity = _cython_identity()
+_SOURCE_SUFFIXES = ('.pyx', '.pxd', '.pxi')
+# setuptools' output and VCS metadata: never on a cimport's search path.
+_NOT_SEARCHED = frozenset(('build', '.git', '__pycache__'))
+
+
+@functools.lru_cache(maxsize=None)
+def _search_listing(roots: tuple[str, ...]) -> str:
+    """A digest of which Cython source files exist under ``roots`` (names, not contents).
+
+    Which file a cimport or include resolves to depends on what exists along the search
+    path, not only on the files that were read: a new ``__init__.pxd`` or a shadowing
+    ``.pxd`` changes the translation without changing any file it read before. So a new or
+    removed source file anywhere on the search path changes every key.
+    """
+    names = []
+    for root in roots:
+        for dirpath, dirnames, filenames in os.walk(root):
+            dirnames[:] = sorted(d for d in dirnames if d not in _NOT_SEARCHED)
+            names.extend(os.path.join(dirpath, f) for f in sorted(filenames)
+                         if f.endswith(_SOURCE_SUFFIXES))
+    return hashlib.sha256('\n'.join(names).encode('utf-8')).hexdigest()
+
+
+@functools.lru_cache(maxsize=None)
+def _distributions() -> tuple[str, ...]:
+    """What the venv holds: a pxd found on sys.path belongs to one of these."""
+    from importlib import metadata
+    return tuple(sorted(f"{d.metadata['Name']}=={d.version}" for d in metadata.distributions()))
+
+
+def _digest(material) -> str:
+    blob = json.dumps(material, sort_keys=True, separators=(',', ':')).encode('utf-8')
+    return hashlib.sha256(blob).hexdigest()
+
+
+def _translation_key(source: str, options, full_module_name) -> str:
+    """The key of everything but the dependencies' contents: which Cython, run how, on what.
+
+    With the dependency list it names (the manifest), it leads to the entry's key
+    (:func:`_entry_key`), in the way ccache's direct mode keys a compile.
+    """
     options_dict = {k: v for k, v in vars(options).items() if k not in _NOT_KEYED}
-    files = sorted(set(deps) | {source})
-    material = {
+    cwd = os.getcwd()
+    search = tuple(sorted({cwd, *(os.path.abspath(p) for p in options.include_path or ())}))
+    return _digest({
         'format': FORMAT,
-        'cython': identity,
+        'cython': _cython_identity(),
         'python': [sys.version, sys.implementation.cache_tag, sys.platform,
                    getattr(sys, 'abiflags', '')],
-        'cwd': os.getcwd(),
+        'installed': _distributions(),
+        'cwd': cwd,
+        'search': _search_listing(search),
         'source': source,
         'module': full_module_name,
         'output': options.output_file,
         'options': _canonical(options_dict),
-        'dependencies': [[os.path.normpath(p), _file_digest(p)] for p in files],
         'env': {k: v for k, v in sorted(os.environ.items()) if k.upper().startswith('CYTHON')},
-    }
-    blob = json.dumps(material, sort_keys=True, separators=(',', ':')).encode('utf-8')
-    return hashlib.sha256(blob).hexdigest(), files
+    })
 
 
-def _store_key(full_module_name, source: str, digest: str) -> str:
+def _entry_key(translation: str, deps: list[str]) -> str:
+    """The entry's key: the translation key and the content of every dependency."""
+    return _digest({
+        'translation': translation,
+        'dependencies': [[p, _file_digest(p)] for p in deps],
+    })
+
+
+def _store_key(full_module_name, source: str, digest: str, kind: str = '') -> str:
     name = full_module_name or os.path.splitext(os.path.basename(source))[0]
     safe = ''.join(c if c.isalnum() or c in '._-' else '_' for c in name)[:200] or 'module'
-    return f'cython/v1/{safe}/{digest}'
+    return f'cython/v1/{safe}/{digest}{kind}'
+
+
+def _read_manifest(blob: bytes | None, translation: str) -> list[str] | None:
+    try:
+        manifest = json.loads(blob) if blob is not None else None
+    except ValueError:
+        return None
+    if not isinstance(manifest, dict) or manifest.get('format') != FORMAT \
+            or manifest.get('translation') != translation:
+        return None
+    deps = manifest.get('dependencies')
+    if not isinstance(deps, list) or not all(isinstance(d, str) for d in deps):
+        return None
+    return deps
 
 
 def _outputs(c_file: str) -> list[str]:
@@ -295,6 +356,52 @@ class _Hit:
         return [f for f in (self.c_file, self.h_file, self.i_file, self.api_file) if f]
 
 
+def _lookup(store: _Cache, source, options, full_module_name, c_file):
+    """The translation key, its manifest's store key, and the entry's files on a hit."""
+    translation = _translation_key(source, options, full_module_name)
+    manifest_key = _store_key(full_module_name, source, translation, '.deps')
+    deps = _read_manifest(store.get(manifest_key), translation)
+    if deps is None:
+        return translation, manifest_key, None
+    try:
+        digest = _entry_key(translation, deps)
+    except OSError:  # a file the last translation read is gone: a miss
+        return translation, manifest_key, None
+    blob = store.get(_store_key(full_module_name, source, digest))
+    if blob is None:
+        return translation, manifest_key, None
+    files = _unpack(blob, digest, c_file)
+    if files is None:
+        store.event('corrupt', full_module_name or source)
+    return translation, manifest_key, files
+
+
+def _store(store: _Cache, module, source, full_module_name, c_file, translation, manifest_key,
+           read, before) -> None:
+    """Stores a translation that just ran: its files, then the manifest naming them.
+
+    The dependencies are every file Cython read (and the ones its dependency tree names, in
+    case a read went unseen); the entry's key covers all of their contents. Cython's own
+    files are covered by its identity in the translation key.
+    """
+    cython_dir = _cython_dir()
+    deps = sorted({
+        os.path.normpath(str(p)) for p in [source, *read]
+        if not os.path.realpath(str(p)).startswith(cython_dir)
+    })
+    produced = [p for p in _outputs(c_file) if _stat(p) is not None and _stat(p) != before[p]]
+    if c_file not in produced:
+        store.event('not-stored', module, 'no output written')
+        return
+    digest = _entry_key(translation, deps)
+    manifest = json.dumps({'format': FORMAT, 'translation': translation,
+                           'dependencies': deps}, sort_keys=True).encode('utf-8')
+    # The entry first: a manifest never names an entry that is not there yet.
+    if (store.put(_store_key(full_module_name, source, digest), _pack(digest, produced))
+            and store.put(manifest_key, manifest)):
+        store.event('stored', module)
+
+
 def _wrap_compile_single(store: _Cache, original):
     from Cython import Utils
 
@@ -317,25 +424,21 @@ def _wrap_compile_single(store: _Cache, original):
             store.event('bypass', module)
             return run()
         c_file = options.output_file
+        # The cache never fails a build: a fault of its own is a bypass (before Cython ran)
+        # or an entry not stored (after).
         try:
-            digest, covered = _key(source, options, full_module_name,
-                                   tree.all_dependencies(source))
-        except (_Unkeyable, OSError) as e:
+            translation, manifest_key, files = _lookup(store, source, options,
+                                                       full_module_name, c_file)
+        except Exception as e:  # noqa: BLE001
             store.event('bypass', module, f'{e.__class__.__name__}: {e}')
             return run()
-        key = _store_key(full_module_name, source, digest)
-        blob = store.get(key)
-        files = _unpack(blob, digest, c_file) if blob is not None else None
-        if blob is not None and files is None:
-            store.event('corrupt', module)
         if files is not None:
             for path, data in files.items():
                 _write_atomically(path, data)
             store.event('hit', module)
             return _Hit(files, c_file)
 
-        # A miss: translate, and note every source file Cython reads. The entry is stored
-        # only when all of them are in the key, so no file outside it can change the output.
+        # A miss: translate, and note every file Cython reads.
         read = []
         real_open = Utils.open_source_file
 
@@ -352,21 +455,11 @@ def _wrap_compile_single(store: _Cache, original):
         store.event('miss', module)
         if getattr(result, 'num_errors', 1):
             return result
-        keyed = {os.path.realpath(p) for p in covered}
-        cython_dir = _cython_dir()
-        outside = sorted({
-            p for p in map(os.path.realpath, map(str, read))
-            if p not in keyed and not p.startswith(cython_dir)
-        })
-        if outside:
-            store.event('not-stored', module, f'read {outside[0]} outside the key')
-            return result
-        produced = [p for p in _outputs(c_file) if _stat(p) is not None and _stat(p) != before[p]]
-        if c_file not in produced:
-            store.event('not-stored', module, 'no output written')
-            return result
-        if store.put(key, _pack(digest, produced)):
-            store.event('stored', module)
+        try:
+            _store(store, module, source, full_module_name, c_file, translation, manifest_key,
+                   [*read, *tree.all_dependencies(source)], before)
+        except Exception as e:  # noqa: BLE001
+            store.event('not-stored', module, f'{e.__class__.__name__}: {e}')
         return result
 
     return compile_single
