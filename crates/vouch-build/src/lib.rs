@@ -63,6 +63,12 @@ pub struct BuildOptions {
     pub trust: TrustLevel,
     /// Authenticates the seal records of what this build reuses (see [`vouch_fs::seal`]).
     pub seal_key: Option<std::sync::Arc<vouch_fs::seal::SealKey>>,
+    /// A toolkit directory the build sees at [`toolkit_link`] instead of where it is
+    /// installed: paths into it (in `-I` flags, nvcc's own include paths, compiler-cache keys)
+    /// are then the same on every machine and for every trust level, whose toolkits live
+    /// under different cache roots. Without it, a pull request's build could never hit an
+    /// object main's build stored.
+    pub toolkit: Option<PathBuf>,
     /// The scoped cache gateway's key/value URL (`http://127.0.0.1:<port>/<secret>/kv`) for
     /// the Cython translation cache; `None` translates without one. It carries the gateway's
     /// secret, so it reaches the build in a file, not a variable.
@@ -217,6 +223,18 @@ const CANONICAL_ROOT: &str = "/tmp/vouch-build";
 #[cfg(windows)]
 const CANONICAL_ROOT: &str = r"C:\vouch-build";
 
+/// Where a build in `work_root` sees [`BuildOptions::toolkit`]: a link inside its work
+/// directory on Unix (nvcc and gcc keep the path as given, they do not resolve it). Windows
+/// builds see the toolkit where it is installed (a directory link there needs a privilege
+/// runners may not have).
+pub fn toolkit_link(work_root: &Path, toolkit: &Path) -> PathBuf {
+    if cfg!(unix) {
+        work_root.join("toolkit")
+    } else {
+        toolkit.to_owned()
+    }
+}
+
 /// The directory every build uses unless told otherwise: `/tmp/vouch-build/work`
 /// (`C:\vouch-build\work` on Windows), locked while a build runs.
 ///
@@ -294,6 +312,12 @@ impl Prepared {
         };
         let work = workdir::WorkDir::lock(&work_root, &[&given, &options.out_dir])?;
         let venv = sealed.instantiate(&work.root().join("venv"))?;
+        #[cfg(unix)]
+        if let Some(toolkit) = &options.toolkit {
+            let link = toolkit_link(&work_root, toolkit);
+            std::os::unix::fs::symlink(toolkit, &link)
+                .map_err(|source| BuildError::Io { path: link, source })?;
+        }
         let buildenv =
             buildenv::BuildEnv::install(&venv, work.root(), options.cython_cache.as_deref())?;
         let tree = work.root().join("src");

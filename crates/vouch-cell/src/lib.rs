@@ -304,8 +304,25 @@ pub fn build_cell(job: CellJob<'_>, reporter: &dyn Reporter) -> Result<CellOutco
     let cache = cache
         .map(|setup| RunningCache::start(setup, &mut options, reporter))
         .transpose()?;
-    let cell_env = env::cell_env(&cell, installed.as_ref(), options.launcher.as_deref())?;
-    if let Some(i) = &installed {
+    // The build sees the toolkit through a link in its work directory: the same path for
+    // every trust level and machine, so cached objects carry over (see BuildOptions::toolkit).
+    let seen = match &installed {
+        Some(i) => {
+            let work_root = match &options.work_dir {
+                Some(w) => w.clone(),
+                None => vouch_build::canonical_work_dir().map_err(|e| CellError::Build {
+                    cell: cell.id.clone(),
+                    source_path: given_source.clone(),
+                    source: Box::new(e),
+                })?,
+            };
+            options.toolkit = Some(i.dir.clone());
+            Some(i.seen_at(&vouch_build::toolkit_link(&work_root, &i.dir)))
+        }
+        None => None,
+    };
+    let cell_env = env::cell_env(&cell, seen.as_ref(), options.launcher.as_deref())?;
+    if let Some(i) = &seen {
         options.path_prepend = i.bin_dirs();
         // The toolkit's location is the builder's business, not the wheel's.
         options

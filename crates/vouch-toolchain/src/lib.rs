@@ -177,6 +177,18 @@ impl Installed {
         }
     }
 
+    /// The same toolkit as a build sees it through a link at `at` (see
+    /// `vouch_build::BuildOptions::toolkit`): every path rebased from [`Installed::dir`].
+    pub fn seen_at(&self, at: &Path) -> Installed {
+        let mut view = self.clone();
+        view.cuda_path = match self.cuda_path.strip_prefix(&self.dir) {
+            Ok(rel) => at.join(rel),
+            Err(_) => self.cuda_path.clone(),
+        };
+        view.dir = at.to_owned();
+        view
+    }
+
     /// `LIBRARY_PATH` (`LIB` on Windows) for the link step: on Linux the stubs first, so
     /// `-lcuda` finds the stub.
     pub fn library_path(&self) -> Vec<PathBuf> {
