@@ -70,6 +70,7 @@ pub fn build_options(
         lock: env.lock.clone(),
         trust: trust_level(None),
         seal_key: env.tools.seal_key()?,
+        cython_cache: None,
     })
 }
 

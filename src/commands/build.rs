@@ -85,7 +85,9 @@ pub fn build(args: BuildArgs) -> anyhow::Result<ExitCode> {
     let built = vouch_build::build_wheel(&options)
         .with_context(|| format!("building a wheel from {:?}", args.source))?;
     drop(spinner);
-    let cache = cache.map(|c| c.finish(&output::Terminal)).transpose()?;
+    let cache = cache
+        .map(|c| c.finish(&output::Terminal, built.cython_cache.clone()))
+        .transpose()?;
     if args.common.json {
         output::json(&BuildRecord {
             build: built,

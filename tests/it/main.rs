@@ -13,6 +13,7 @@ mod audit;
 mod build;
 mod cache;
 mod cell;
+mod cython_cache;
 mod dispatch;
 mod fetch;
 mod flexci;

@@ -2,6 +2,7 @@
 //! tools, a copy of the source in a fresh directory, a scrubbed environment with
 //! `SOURCE_DATE_EPOCH` and compiler path-prefix maps, then [`vouch_wheel::normalize_wheel`].
 
+mod buildenv;
 mod epoch;
 mod error;
 pub mod lock;
@@ -17,6 +18,7 @@ use std::process::Command;
 
 use serde::Serialize;
 
+pub use buildenv::CythonCacheStats;
 pub use epoch::{EpochSource, parse_epoch, source_date_epoch};
 pub use error::BuildError;
 pub use lock::{BuildLock, LockError, LockedTool};
@@ -61,6 +63,10 @@ pub struct BuildOptions {
     pub trust: TrustLevel,
     /// Authenticates the seal records of what this build reuses (see [`vouch_fs::seal`]).
     pub seal_key: Option<std::sync::Arc<vouch_fs::seal::SealKey>>,
+    /// The scoped cache gateway's key/value URL (`http://127.0.0.1:<port>/<secret>/kv`) for
+    /// the Cython translation cache; `None` translates without one. It carries the gateway's
+    /// secret, so it reaches the build in a file, not a variable.
+    pub cython_cache: Option<String>,
 }
 
 /// Builds of different trust run tools from different roots of the cache directory, so an
@@ -113,6 +119,10 @@ pub struct BuildOutput {
     pub seconds: f64,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub repair: Option<RepairOutcome>,
+    /// What the Cython translation cache did, when the build had one. Reported in the
+    /// cache's record (`cache.cython`), next to the compiler cache's counters.
+    #[serde(skip)]
+    pub cython_cache: Option<CythonCacheStats>,
 }
 
 /// Every child of a build (pip, the interpreter, the build backend, compilers, auditwheel)
@@ -240,6 +250,8 @@ struct Prepared {
     tree: PathBuf,
     /// Where the build backend writes its distribution.
     dist: PathBuf,
+    /// The shim in the venv: the private TMPDIR, the Cython cache.
+    buildenv: buildenv::BuildEnv,
     /// Held while the build runs: the lock, and the unpacked sdist.
     work: workdir::WorkDir,
     _unpacked: Option<tempfile::TempDir>,
@@ -282,6 +294,8 @@ impl Prepared {
         };
         let work = workdir::WorkDir::lock(&work_root, &[&given, &options.out_dir])?;
         let venv = sealed.instantiate(&work.root().join("venv"))?;
+        let buildenv =
+            buildenv::BuildEnv::install(&venv, work.root(), options.cython_cache.as_deref())?;
         let tree = work.root().join("src");
         let dist = work.root().join("dist");
         source::copy_tree(&source, &tree)?;
@@ -293,6 +307,7 @@ impl Prepared {
             epoch_source,
             python,
             venv,
+            buildenv,
             tree,
             dist,
             work,
@@ -312,6 +327,7 @@ impl Prepared {
             .current_dir(tree)
             .env("SOURCE_DATE_EPOCH", self.epoch.to_string())
             .env("PYTHONHASHSEED", "0")
+            .envs(self.buildenv.env())
             .env("CFLAGS", append_flags("CFLAGS", &flags))
             .env("CXXFLAGS", append_flags("CXXFLAGS", &flags))
             .envs(
@@ -361,6 +377,7 @@ pub fn build_wheel(options: &BuildOptions) -> Result<BuildOutput, BuildError> {
             .env("CXX", format!("{} {cxx}", launcher.display()));
     }
     run_logged(cmd, "the PEP 517 build")?;
+    let cython_cache = prepared.buildenv.cython_stats()?;
 
     let raw = prepared.single_output(".whl")?;
     let (raw, repair) = match &options.repair {
@@ -388,5 +405,6 @@ pub fn build_wheel(options: &BuildOptions) -> Result<BuildOutput, BuildError> {
         build_lock: prepared.venv.lock,
         seconds: started.elapsed().as_secs_f64(),
         repair,
+        cython_cache,
     })
 }

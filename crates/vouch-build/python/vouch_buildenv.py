@@ -1,0 +1,437 @@
+"""vouch's build-environment shim.
+
+vouch writes this module and a ``.pth`` file that imports it into each build's own copy of
+the build venv (crates/vouch-build/src/buildenv.rs), so every interpreter of the build loads
+it: the PEP 517 frontend, the backend, and their worker processes. It patches nothing in the
+project being built. It has two jobs, each switched on by a variable vouch sets for that
+build only; without them, importing it does nothing.
+
+``VOUCH_DETERMINISTIC_TEMP=1``
+    ``tempfile`` draws its names from a fixed sequence instead of a random one. Configure
+    probes that compile in ``tempfile.mkdtemp()`` (CuPy's ``install_build.build_and_run``)
+    then compile the same path in every build, so the compiler cache can hit them: a random
+    directory name is part of what ccache and sccache hash. Predictable names are safe only
+    in a directory no one else can write, so vouch sets ``TMPDIR`` to a 0700 directory
+    inside the build's locked work directory; ``tempfile`` still creates with ``O_EXCL`` and
+    moves on to the next name when one exists.
+
+``VOUCH_CYTHON_CACHE=<dir>``
+    Cython's translation (``.pyx`` to ``.c``/``.cpp``) goes through vouch's scoped cache
+    gateway, whose URL (with its secret) is in ``<dir>/url``. The key is a SHA-256 over
+    everything that decides the generated code (:func:`_key`); the entry is the generated
+    files. Counters go to ``<dir>/events-<pid>.jsonl`` for the build record. A broken
+    gateway never fails the build: the translation runs as if there were no cache.
+
+Standard library only: it runs in whatever interpreter the cell builds with.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import http.client
+import importlib.abc
+import importlib.util
+import io
+import json
+import os
+import random
+import sys
+import tempfile
+import urllib.parse
+import zipfile
+
+#: Bumped when the key or the entry format changes, so old entries are never read.
+FORMAT = 'vouch-cython-cache/1'
+
+# CompilationOptions fields that cannot change the generated files: how chatty Cython is,
+# and how cythonize decided to translate at all. Everything else is part of the key, so an
+# option Cython adds later is keyed by default. (Cython's own cache also drops
+# `compiler_directives`, which is wrong: directives such as `binding` or `linetrace` change
+# the generated code. They stay in this key.)
+_NOT_KEYED = frozenset((
+    'verbose', 'quiet', 'show_version', 'errors_to_stderr', 'timestamps', 'cache',
+    'depfile', 'create_extension',
+))
+
+# The files one translation may produce next to its `.c`/`.cpp` (Cython's
+# CompilationResult: the C file, `public` header, `api` header, generated `.pxi`).
+_EXTRA_SUFFIXES = ('.h', '_api.h', '.pxi')
+
+
+# -- deterministic temporary names ----------------------------------------------------------
+
+class _FixedNames(tempfile._RandomNameSequence):
+    """tempfile's name sequence, seeded the same in every process that starts it."""
+
+    @property
+    def rng(self):
+        pid = os.getpid()
+        if getattr(self, '_vouch_pid', None) != pid:
+            self._vouch_rng = random.Random('vouch-build-temp')
+            self._vouch_pid = pid
+        return self._vouch_rng
+
+
+def _fix_temp_names() -> None:
+    tempfile._name_sequence = _FixedNames()
+
+
+# -- the Cython translation cache -----------------------------------------------------------
+
+class _Cache:
+    """The gateway's key/value side, and this process's counters."""
+
+    def __init__(self, state_dir: str) -> None:
+        self.state_dir = state_dir
+        with open(os.path.join(state_dir, 'url'), encoding='utf-8') as f:
+            url = f.read().strip()
+        u = urllib.parse.urlsplit(url)
+        # vouch wrote this file; anything but its loopback gateway means something is wrong,
+        # and the secret must not leave the machine.
+        if u.scheme != 'http' or u.hostname not in ('127.0.0.1', '::1') or not u.port:
+            raise ValueError('the Cython cache URL is not a loopback gateway URL')
+        self.host, self.port, self.base = u.hostname, u.port, u.path.rstrip('/')
+        self.reads = True
+        self.writes = True
+
+    def _request(self, method: str, key: str, body: bytes | None = None):
+        conn = http.client.HTTPConnection(self.host, self.port, timeout=60)
+        try:
+            conn.request(method, f'{self.base}/{key}', body=body)
+            resp = conn.getresponse()
+            return resp.status, resp.read()
+        finally:
+            conn.close()
+
+    def get(self, key: str) -> bytes | None:
+        if not self.reads:
+            return None
+        try:
+            status, body = self._request('GET', key)
+        except OSError as e:
+            self.reads = self.writes = False
+            self.event('gateway-error', key, str(e.__class__.__name__))
+            return None
+        if status == 200:
+            return body
+        if status != 404:
+            self.reads = False
+            self.event('gateway-error', key, f'GET {status}')
+        return None
+
+    def put(self, key: str, body: bytes) -> bool:
+        if not self.writes:
+            return False
+        try:
+            status, _ = self._request('PUT', key, body)
+        except OSError as e:
+            self.writes = False
+            self.event('gateway-error', key, str(e.__class__.__name__))
+            return False
+        if status in (200, 201, 204):
+            return True
+        # 403: this scope may read but not write (a pull_request_target run).
+        self.writes = False
+        self.event('not-stored', key, f'PUT {status}')
+        return False
+
+    def event(self, kind: str, module: str, detail: str = '') -> None:
+        line = json.dumps({'event': kind, 'module': module, 'detail': detail})
+        path = os.path.join(self.state_dir, f'events-{os.getpid()}.jsonl')
+        with open(path, 'a', encoding='utf-8') as f:
+            f.write(line + '\n')
+
+
+def _file_digest(path: str) -> str:
+    h = hashlib.sha256()
+    with open(path, 'rb') as f:
+        for chunk in iter(lambda: f.read(1 << 20), b''):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+class _Unkeyable(Exception):
+    """An option value this key cannot write down faithfully: the translation is not cached."""
+
+
+def _canonical(value):
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, bytes):
+        return {'bytes': value.hex()}
+    if isinstance(value, (list, tuple)):
+        return [_canonical(v) for v in value]
+    if isinstance(value, (set, frozenset)):
+        return sorted((_canonical(v) for v in value), key=repr)
+    if isinstance(value, dict):
+        return {str(k): _canonical(v) for k, v in sorted(value.items(), key=lambda i: str(i[0]))}
+    raise _Unkeyable(type(value).__name__)
+
+
+@functools.lru_cache(maxsize=None)
+def _cython_identity() -> dict:
+    """Cython's version and the digest of its installed files' hashes (RECORD): a patched or
+    rebuilt Cython of the same version is another Cython. Only the package's own files
+    count: the console scripts (`../../../bin/cython`) carry the venv's path in their
+    shebang, and the dist-info's own files say how it was installed, not what it is."""
+    import Cython
+    from importlib import metadata
+    try:
+        lines = (metadata.distribution('Cython').read_text('RECORD') or '').splitlines()
+    except metadata.PackageNotFoundError:
+        lines = []
+    record = '\n'.join(sorted(
+        line for line in lines
+        if line and not line.startswith('..') and '.dist-info/' not in line
+        and '__pycache__' not in line
+    ))
+    return {
+        'version': Cython.__version__,
+        'record_sha256': hashlib.sha256(record.encode('utf-8')).hexdigest(),
+    }
+
+
+@functools.lru_cache(maxsize=None)
+def _cython_dir() -> str:
+    import Cython
+    return os.path.dirname(os.path.realpath(Cython.__file__)) + os.sep
+
+
+def _key(source: str, options, full_module_name, deps) -> tuple[str, list[str]]:
+    """The cache key of translating ``source``, and the dependency files it covers."""
+    identity = _cython_identity()
+    options_dict = {k: v for k, v in vars(options).items() if k not in _NOT_KEYED}
+    files = sorted(set(deps) | {source})
+    material = {
+        'format': FORMAT,
+        'cython': identity,
+        'python': [sys.version, sys.implementation.cache_tag, sys.platform,
+                   getattr(sys, 'abiflags', '')],
+        'cwd': os.getcwd(),
+        'source': source,
+        'module': full_module_name,
+        'output': options.output_file,
+        'options': _canonical(options_dict),
+        'dependencies': [[os.path.normpath(p), _file_digest(p)] for p in files],
+        'env': {k: v for k, v in sorted(os.environ.items()) if k.upper().startswith('CYTHON')},
+    }
+    blob = json.dumps(material, sort_keys=True, separators=(',', ':')).encode('utf-8')
+    return hashlib.sha256(blob).hexdigest(), files
+
+
+def _store_key(full_module_name, source: str, digest: str) -> str:
+    name = full_module_name or os.path.splitext(os.path.basename(source))[0]
+    safe = ''.join(c if c.isalnum() or c in '._-' else '_' for c in name)[:200] or 'module'
+    return f'cython/v1/{safe}/{digest}'
+
+
+def _outputs(c_file: str) -> list[str]:
+    base = os.path.splitext(c_file)[0]
+    return [c_file] + [base + s for s in _EXTRA_SUFFIXES]
+
+
+def _pack(digest: str, files: list[str]) -> bytes:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, 'w', zipfile.ZIP_DEFLATED) as z:
+        manifest = {'format': FORMAT, 'key': digest,
+                    'files': {os.path.basename(p): _file_digest(p) for p in files}}
+        z.writestr('vouch-cython.json', json.dumps(manifest, sort_keys=True))
+        for p in files:
+            z.write(p, os.path.basename(p))
+    return buf.getvalue()
+
+
+def _unpack(blob: bytes, digest: str, c_file: str) -> dict[str, bytes] | None:
+    """The entry's files by path, when it is whole and is the entry for ``digest``."""
+    allowed = {os.path.basename(p): p for p in _outputs(c_file)}
+    try:
+        with zipfile.ZipFile(io.BytesIO(blob)) as z:
+            manifest = json.loads(z.read('vouch-cython.json'))
+            if manifest.get('format') != FORMAT or manifest.get('key') != digest:
+                return None
+            names = manifest.get('files') or {}
+            if os.path.basename(c_file) not in names:
+                return None
+            out = {}
+            for name, sha in names.items():
+                if name not in allowed:
+                    return None
+                data = z.read(name)
+                if hashlib.sha256(data).hexdigest() != sha:
+                    return None
+                out[allowed[name]] = data
+            return out
+    except (zipfile.BadZipFile, KeyError, ValueError, OSError):
+        return None
+
+
+def _write_atomically(path: str, data: bytes) -> None:
+    tmp = f'{path}.vouch-{os.getpid()}.tmp'
+    with open(tmp, 'wb') as f:
+        f.write(data)
+    os.replace(tmp, path)
+
+
+class _Hit:
+    """What ``compile_single`` returns on a hit: Cython's callers read only these."""
+
+    num_errors = 0
+
+    def __init__(self, files: dict[str, bytes], c_file: str) -> None:
+        self.c_file = c_file
+        base = os.path.splitext(c_file)[0]
+        self.h_file = base + '.h' if base + '.h' in files else None
+        self.api_file = base + '_api.h' if base + '_api.h' in files else None
+        self.i_file = base + '.pxi' if base + '.pxi' in files else None
+        self.listing_file = None
+        self.object_file = None
+        self.extension_file = None
+        self.main_source_file = None
+        self.embedded_metadata = None
+        self.compilation_source = None
+
+    def get_generated_source_files(self):
+        return [f for f in (self.c_file, self.h_file, self.i_file, self.api_file) if f]
+
+
+def _wrap_compile_single(store: _Cache, original):
+    from Cython import Utils
+
+    # The parameters are compile_single's own (Cython 3.x), so cythonize_one's keyword call
+    # reaches the original unchanged.
+    def compile_single(source, options, full_module_name, cache=None, context=None,
+                       fingerprint=None, **kwargs):
+        def run():
+            return original(source, options, full_module_name, cache=cache, context=context,
+                            fingerprint=fingerprint, **kwargs)
+
+        module = full_module_name or source
+        deps_module = sys.modules.get('Cython.Build.Dependencies')
+        tree = getattr(deps_module, '_dep_tree', None)
+        # Only a translation cythonize() started is cached: its dependency tree is the one
+        # that resolved this source's cimports and includes. Cython's own cache, an annotated
+        # build or a listing file writes more than this entry would hold.
+        if (tree is None or cache is not None or getattr(options, 'annotate', False)
+                or getattr(options, 'use_listing_file', False) or not options.output_file):
+            store.event('bypass', module)
+            return run()
+        c_file = options.output_file
+        try:
+            digest, covered = _key(source, options, full_module_name,
+                                   tree.all_dependencies(source))
+        except (_Unkeyable, OSError) as e:
+            store.event('bypass', module, f'{e.__class__.__name__}: {e}')
+            return run()
+        key = _store_key(full_module_name, source, digest)
+        blob = store.get(key)
+        files = _unpack(blob, digest, c_file) if blob is not None else None
+        if blob is not None and files is None:
+            store.event('corrupt', module)
+        if files is not None:
+            for path, data in files.items():
+                _write_atomically(path, data)
+            store.event('hit', module)
+            return _Hit(files, c_file)
+
+        # A miss: translate, and note every source file Cython reads. The entry is stored
+        # only when all of them are in the key, so no file outside it can change the output.
+        read = []
+        real_open = Utils.open_source_file
+
+        def recording_open(filename, *args, **kw):
+            read.append(filename)
+            return real_open(filename, *args, **kw)
+
+        Utils.open_source_file = recording_open
+        before = {p: _stat(p) for p in _outputs(c_file)}
+        try:
+            result = run()
+        finally:
+            Utils.open_source_file = real_open
+        store.event('miss', module)
+        if getattr(result, 'num_errors', 1):
+            return result
+        keyed = {os.path.realpath(p) for p in covered}
+        cython_dir = _cython_dir()
+        outside = sorted({
+            p for p in map(os.path.realpath, map(str, read))
+            if p not in keyed and not p.startswith(cython_dir)
+        })
+        if outside:
+            store.event('not-stored', module, f'read {outside[0]} outside the key')
+            return result
+        produced = [p for p in _outputs(c_file) if _stat(p) is not None and _stat(p) != before[p]]
+        if c_file not in produced:
+            store.event('not-stored', module, 'no output written')
+            return result
+        if store.put(key, _pack(digest, produced)):
+            store.event('stored', module)
+        return result
+
+    return compile_single
+
+
+def _stat(path: str):
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_mtime_ns, st.st_size, st.st_ino)
+
+
+class _AfterImport(importlib.abc.MetaPathFinder):
+    """Runs ``then(module)`` once ``name`` has been imported, before anyone uses it."""
+
+    def __init__(self, name: str, then) -> None:
+        self.name, self.then = name, then
+
+    def find_spec(self, fullname, path, target=None):
+        if fullname != self.name:
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(fullname)
+        if spec is None or spec.loader is None:
+            return spec
+        exec_module = spec.loader.exec_module
+        then = self.then
+
+        def exec_then(module):
+            exec_module(module)
+            then(module)
+
+        spec.loader.exec_module = exec_then
+        return spec
+
+
+def _enable_cython_cache(state_dir: str) -> None:
+    try:
+        cache = _Cache(state_dir)
+    except (OSError, ValueError) as e:
+        sys.stderr.write(f'vouch: Cython translation cache off: {e}\n')
+        return
+
+    def patch(main_module) -> None:
+        main_module.compile_single = _wrap_compile_single(cache, main_module.compile_single)
+
+    if 'Cython.Compiler.Main' in sys.modules:
+        patch(sys.modules['Cython.Compiler.Main'])
+    else:
+        sys.meta_path.insert(0, _AfterImport('Cython.Compiler.Main', patch))
+
+
+_installed = False
+
+
+def install() -> None:
+    """Called by the ``.pth`` file at interpreter start. site.py can run that file twice (a
+    venv's ``lib64`` is a link to ``lib``), and a second hook would wrap the first."""
+    global _installed
+    if _installed:
+        return
+    _installed = True
+    if os.environ.get('VOUCH_DETERMINISTIC_TEMP') == '1':
+        _fix_temp_names()
+    state_dir = os.environ.get('VOUCH_CYTHON_CACHE')
+    if state_dir:
+        _enable_cython_cache(state_dir)

@@ -1,0 +1,268 @@
+#!/usr/bin/env bash
+# Benchmark: how fast vouch rebuilds CuPy after the changes a real pull request makes, with the
+# scoped cache, side by side with plain ccache and no vouch. On the real CuPy sdist and the
+# cuda13x cell of this machine's Python:
+#   1. cold: empty store, a trusted build (push to main) that fills it;
+#   2. warm: the same sources from a new directory, as pull request 100 (reads main, writes
+#      only pr/100);
+#   3. one .pyx changed (a real function body), as pull request 101;
+#   4. one widely cimported .pxd changed (a new inline function in cupy/_core/core.pxd), as
+#      pull request 102;
+#   5. (FULL_ARCH=1) cold and warm with the profile's full CUPY_NVCC_GENERATE_CODE, run once;
+#   6. plain ccache without vouch: CuPy's own build in a venv from the cell's lock, CC/CXX/NVCC
+#      behind ccache on a local directory, cold then warm, the anchor.
+# Then an uncached vouch build (no compiler cache, no Cython cache) of the base sources and,
+# with UNCACHED_PR=1, of both changed sources. It prints each time and its ratio to the cold
+# build, the hit rates per layer (Cython, compiler; the configure probes are the compiler
+# misses a warm build has left), whether each cached wheel is byte-identical to the uncached
+# build of the same sources, and whether the pull requests' builds left main's scope alone.
+#
+# Heavy (a CUDA 13 toolkit of ~1.2 GB, ~10 min per cold build on 2 cores): not part of the test
+# suite. SMOKE=1 runs the same steps on the small Cython project in tests/fixtures/cyproj (no
+# toolkit, no profile; seconds), so that scripts/bench.sh --smoke keeps this script working.
+# Env: CUPY_VERSION (14.2.0), GENCODE (arch=compute_75,code=sm_75), JOBS (2), E2E_DIR
+#      (target/cupy-rebuild), VOUCH_BIN, SEED_TOOLKIT (as in scripts/cupy-e2e.sh), FULL_ARCH,
+#      UNCACHED_PR, PLAIN (1; 0 skips the plain-ccache anchor).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+SMOKE=${SMOKE:-0}
+JOBS=${JOBS:-2}
+work=${E2E_DIR:-$root/target/cupy-rebuild}
+[ "$SMOKE" = 1 ] && work=${E2E_DIR:-$root/target/cupy-rebuild-smoke}
+export PATH=$root/target/test-tools/path:$PATH
+command -v ccache >/dev/null || { echo "needs ccache on PATH (run scripts/test.sh once)" >&2; exit 1; }
+
+if [ -n "${VOUCH_BIN:-}" ]; then
+  vouch=$VOUCH_BIN
+elif [ "$SMOKE" = 1 ]; then
+  cargo build --locked -q
+  vouch=$root/target/debug/vouch
+else
+  cargo build --release --locked -q
+  vouch=$root/target/release/vouch
+fi
+rm -rf "$work"
+mkdir -p "$work"
+export VOUCH_CACHE_DIR=${VOUCH_CACHE_DIR:-$root/target/cupy-rebuild-cache}
+sha=0000000000000000000000000000000000000000
+
+# The project, its sources as a directory, and the two edits a pull request makes.
+if [ "$SMOKE" = 1 ]; then
+  cp -r tests/fixtures/cyproj "$work/base"
+  epoch=1700000000
+  pyx_file=cyproj/other.pyx
+  pyx_old="    return f'hello {name}'"
+  pyx_new="    greeting = f'hello {name}'
+    return greeting"
+  pxd_file=cyproj/deep.pxd
+  project=(--cache-dir "$VOUCH_CACHE_DIR")
+else
+  VERSION=${CUPY_VERSION:-14.2.0}
+  GENCODE=${GENCODE:-arch=compute_75,code=sm_75}
+  profile=$root/pyproject-templates/cupy/vouch.toml
+  sdist=$root/target/bench-cupy/cupy-$VERSION.tar.gz
+  [ -f "$sdist" ] || { echo "needs $sdist: run scripts/cupy-e2e.sh once (it downloads and checks it)" >&2; exit 1; }
+  py=$(python3 -c 'import sys; print(f"{sys.version_info[0]}.{sys.version_info[1]}")')
+  cell=cuda13x-py$py-linux-64
+  if [ -n "${SEED_TOOLKIT:-}" ]; then
+    for level in trusted untrusted; do
+      mkdir -p "$VOUCH_CACHE_DIR/$level/toolchains"
+      [ -e "$VOUCH_CACHE_DIR/$level/toolchains/$(basename "$SEED_TOOLKIT")" ] ||
+        cp -a "$SEED_TOOLKIT" "$VOUCH_CACHE_DIR/$level/toolchains/"
+    done
+  fi
+  "$vouch" toolchain install --profile "$profile" --cell "$cell" >/dev/null
+  mkdir -p "$work/unpack"
+  tar -xzf "$sdist" -C "$work/unpack"
+  mv "$work/unpack/cupy-$VERSION" "$work/base"
+  # The sdist's epoch: its newest member, as a build of the sdist itself would take it.
+  epoch=$(python3 -c 'import sys, tarfile; print(int(max(m.mtime for m in tarfile.open(sys.argv[1]))))' "$sdist")
+  pyx_file=cupy/cuda/device.pyx
+  pyx_old="    return runtime.getDevice()"
+  pyx_new="    cdef int device_id = runtime.getDevice()
+    return device_id"
+  pxd_file=cupy/_core/core.pxd
+  project=(--profile "$profile" --cell "$cell" --set "CUPY_NUM_BUILD_JOBS=$JOBS" --sha "$sha")
+fi
+pxd_add="
+
+cdef inline Py_ssize_t _vouch_bench_twice(Py_ssize_t n) noexcept:
+    return 2 * n
+"
+variant() { # NAME FILE: a copy of base with FILE edited, its mtime kept (the epoch stays)
+  cp -a "$work/base" "$work/$1"
+  python3 - "$work/$1/$2" "$3" "$4" "$5" <<'PY'
+import os, sys
+path, mode, old, new = sys.argv[1:]
+st = os.stat(path)
+text = open(path, encoding='utf-8').read()
+if mode == 'replace':
+    if old not in text:
+        sys.exit(f'{path}: the text to change is not there: {old!r}')
+    text = text.replace(old, new, 1)
+else:
+    text += new
+open(path, 'w', encoding='utf-8').write(text)
+os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+PY
+}
+variant pyx "$pyx_file" replace "$pyx_old" "$pyx_new"
+variant pxd "$pxd_file" append "" "$pxd_add"
+cp -a "$work/base" "$work/again"
+
+gencode() { [ "$SMOKE" = 1 ] || echo "--set CUPY_NVCC_GENERATE_CODE=$1"; }
+build() { # LABEL SOURCE-DIR [vouch build flags]: its JSON record in LABEL.json
+  local label=$1 src=$2
+  shift 2
+  echo "== $label"
+  # shellcheck disable=SC2068
+  "$vouch" build ${project[@]+"${project[@]}"} --source "$src" --out "$work/out-$label" \
+    --source-date-epoch "$epoch" --json "$@" > "$work/$label.json"
+}
+trusted=(--cache ccache --cache-store "$work/store" --event push --ref refs/heads/main)
+pr() { echo "--cache ccache --cache-store $work/store --event pull_request --pr $1 --base-ref main"; }
+
+# shellcheck disable=SC2046
+{
+  build cold "$work/base" "${trusted[@]}" $(gencode "${GENCODE:-}")
+  find "$work/store/branch" -type f | sort > "$work/main-keys-after-cold"
+  build warm "$work/again" $(pr 100) $(gencode "${GENCODE:-}")
+  build pyx "$work/pyx" $(pr 101) $(gencode "${GENCODE:-}")
+  build pxd "$work/pxd" $(pr 102) $(gencode "${GENCODE:-}")
+  find "$work/store/branch" -type f | sort > "$work/main-keys-after-prs"
+  build uncached "$work/base" $(gencode "${GENCODE:-}")
+  if [ "${UNCACHED_PR:-0}" = 1 ]; then
+    build uncached-pyx "$work/pyx" $(gencode "${GENCODE:-}")
+    build uncached-pxd "$work/pxd" $(gencode "${GENCODE:-}")
+  fi
+  if [ "$SMOKE" != 1 ] && [ "${FULL_ARCH:-0}" = 1 ]; then
+    # The profile's own CUPY_NVCC_GENERATE_CODE (every architecture CuPy ships), a store of
+    # its own so the sm_75 objects above do not count.
+    build cold-all-arch "$work/base" --cache ccache --cache-store "$work/store-all" --event push --ref refs/heads/main
+    build warm-all-arch "$work/again" --cache ccache --cache-store "$work/store-all" --event pull_request --pr 200 --base-ref main
+  fi
+}
+
+# The anchor: the project's own build, by hand, with ccache in front of the compilers.
+if [ "${PLAIN:-1}" = 1 ]; then
+  venv=$work/plain-venv
+  python3 -m venv "$venv"
+  if [ "$SMOKE" = 1 ]; then
+    "$venv/bin/pip" install -q -U build wheel "setuptools>=70" Cython==3.2.9
+  else
+    "$venv/bin/pip" install -q --require-hashes --no-deps --only-binary :all: \
+      -r "$root/pyproject-templates/cupy/locks/build-py$py-linux-64.txt"
+  fi
+  plain() { # LABEL: CuPy's build in $work/plain-src with the cold build's variables
+    echo "== $1 (ccache, no vouch)"
+    rm -rf "$work/plain-src" && cp -a "$work/base" "$work/plain-src"
+    python3 - "$work/cold.json" "$work/plain-env" <<'PY'
+import json, shlex, sys
+r = json.load(open(sys.argv[1]))
+env = dict(r.get('env') or {})
+out = open(sys.argv[2], 'w')
+for k, v in env.items():
+    if k == 'NVCC':  # vouch's launcher and prefix maps: plain ccache in front of nvcc instead
+        v = 'ccache ' + v.split()[1] if v.split()[0].endswith('ccache') else 'ccache ' + v.split()[0]
+    out.write(f'export {k}={shlex.quote(v)}\n')
+PY
+    (
+      cd "$work/plain-src"
+      # shellcheck disable=SC1091
+      . "$work/plain-env"
+      [ -n "${CUDA_PATH:-}" ] && export PATH=$CUDA_PATH/bin:$PATH
+      [ "$SMOKE" = 1 ] || export CUPY_NVCC_GENERATE_CODE=$GENCODE
+      export CCACHE_DIR=$work/plain-ccache CCACHE_BASEDIR=$work/plain-src CC="ccache gcc" CXX="ccache g++"
+      export SOURCE_DATE_EPOCH=$epoch
+      ccache -z >/dev/null
+      start=$(date +%s.%N)
+      "$venv/bin/python" -m build --wheel --no-isolation --outdir "$work/out-$1" . >"$work/$1.log" 2>&1
+      end=$(date +%s.%N)
+      python3 - "$start" "$end" "$work/$1.json" <<'PY'
+import json, subprocess, sys
+stats = dict(l.split('\t', 1) for l in subprocess.run(['ccache', '--print-stats'], capture_output=True, text=True).stdout.splitlines() if '\t' in l)
+hits = int(stats.get('direct_cache_hit', 0)) + int(stats.get('preprocessed_cache_hit', 0))
+json.dump({'plain': True, 'seconds': float(sys.argv[2]) - float(sys.argv[1]), 'hits': hits, 'misses': int(stats.get('cache_miss', 0))}, open(sys.argv[3], 'w'))
+PY
+    )
+  }
+  plain plain-cold
+  plain plain-warm
+fi
+
+python3 - "$work" "$SMOKE" <<'PY'
+import json, os, sys
+work, smoke = sys.argv[1], sys.argv[2] == '1'
+
+def load(label):
+    path = os.path.join(work, f'{label}.json')
+    if not os.path.exists(path):
+        return None
+    r = json.load(open(path))
+    if r.get('plain'):
+        return {'seconds': r['seconds'], 'compiler': (r['hits'], r['misses']), 'cython': None, 'sha256': None}
+    if not isinstance(r['seconds'], dict):  # a plain `vouch build` report
+        cache, seconds, sha = r.get('cache') or {}, r['seconds'], r['sha256']
+    else:  # a cell record
+        cache, seconds, sha = r.get('cache') or {}, r['seconds']['build'], r['sha256']
+    cc = cache.get('compiler_cache') or {}
+    cy = cache.get('cython')
+    return {'seconds': seconds, 'compiler': (cc.get('hits'), cc.get('misses')) if cc else None,
+            'cython': cy, 'sha256': sha}
+
+def rate(h, m):
+    return f'{100 * h / (h + m):.1f}%' if h is not None and m is not None and h + m else '-'
+
+rows = ['cold', 'warm', 'pyx', 'pxd', 'cold-all-arch', 'warm-all-arch', 'uncached',
+        'uncached-pyx', 'uncached-pxd', 'plain-cold', 'plain-warm']
+runs = {l: load(l) for l in rows}
+cold = runs['cold']['seconds']
+print()
+print(f"{'build':<16}{'seconds':>9}{'x cold':>8}  {'Cython hits/misses':<22}{'compiler hits/misses':<24}sha256")
+for label in rows:
+    r = runs[label]
+    if r is None:
+        continue
+    base = runs['cold-all-arch']['seconds'] if label == 'warm-all-arch' else (
+        runs['plain-cold']['seconds'] if label == 'plain-warm' else cold)
+    cy = r['cython']
+    cys = f"{cy['hits']}/{cy['misses']} ({rate(cy['hits'], cy['misses'])})" if cy else '-'
+    cc = r['compiler']
+    ccs = f"{cc[0]}/{cc[1]} ({rate(*cc)})" if cc else '-'
+    print(f"{label:<16}{r['seconds']:>9.1f}{r['seconds'] / base:>8.3f}  {cys:<22}{ccs:<24}{(r['sha256'] or '-')[:23]}")
+print('(warm-all-arch is relative to cold-all-arch, plain-warm to plain-cold)')
+print()
+targets = [('warm', 0.05), ('pyx', 0.15), ('pxd', 0.5)]
+for label, t in targets:
+    r = runs[label]
+    print(f"{label}: {r['seconds'] / cold:.3f} x cold (target <= {t}): {'met' if r['seconds'] / cold <= t else 'MISSED'}")
+if runs['plain-warm'] and runs['plain-cold']:
+    print(f"plain ccache warm: {runs['plain-warm']['seconds'] / runs['plain-cold']['seconds']:.3f} x its cold; "
+          f"vouch warm / plain warm: {runs['warm']['seconds'] / runs['plain-warm']['seconds']:.3f}")
+w = runs['warm']
+if w['compiler']:
+    print(f"warm compiler-cache hits: {rate(*w['compiler'])} (target >= 95%); misses left: {w['compiler'][1]}")
+print()
+def same(a, b):
+    ra, rb = runs[a], runs[b]
+    if ra is None or rb is None:
+        return f'{a} vs {b}: not checked ({b} not built)'
+    return f"{a} vs {b}: {'identical' if ra['sha256'] == rb['sha256'] else 'DIFFERENT'}"
+for a, b in [('cold', 'uncached'), ('warm', 'uncached'), ('pyx', 'uncached-pyx'), ('pxd', 'uncached-pxd')]:
+    print(same(a, b))
+before = open(os.path.join(work, 'main-keys-after-cold')).read()
+after = open(os.path.join(work, 'main-keys-after-prs')).read()
+print(f"main's scope after the pull requests' builds: {'unchanged' if before == after else 'CHANGED'} "
+      f"({len(before.splitlines())} entries)")
+prs = sorted(os.listdir(os.path.join(work, 'store', 'pr'))) if os.path.isdir(os.path.join(work, 'store', 'pr')) else []
+print(f"pull-request scopes written: {', '.join('pr/' + p for p in prs) or 'none'}")
+bad = [l for l, r in runs.items() if r and not l.startswith('plain') and r['sha256'] is None]
+ok = before == after and runs['warm']['sha256'] == runs['uncached']['sha256'] == runs['cold']['sha256']
+for a, b in [('pyx', 'uncached-pyx'), ('pxd', 'uncached-pxd')]:
+    if runs[b] is not None:
+        ok = ok and runs[a]['sha256'] == runs[b]['sha256']
+if smoke:
+    print('smoke: done' if ok else 'smoke: a check failed')
+sys.exit(0 if ok else 1)
+PY
