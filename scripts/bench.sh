@@ -9,7 +9,9 @@
 #                              benchmark that stops working cannot land.
 #
 # bench-cache.sh and bench-cupy-rebuild.sh are kept by others; each runs when it is present and
-# executable, and the summary says when one was not there to run.
+# executable, and the summary says when one was not there to run. Every script is handed the
+# binaries built once here (BIN, VOUCH_BIN): a smoke pass must not start a release build, and
+# cargo relinks vouch whenever one command builds another set of packages than the last.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -18,6 +20,10 @@ case "${1:-}" in
   --smoke) smoke=1 ;;
   *) echo "usage: scripts/bench.sh [--smoke]" >&2; exit 2 ;;
 esac
+SMOKE=$smoke
+. scripts/bench-lib.sh
+bench_build
+export BIN=${BIN:-$bin} VOUCH_BIN=${VOUCH_BIN:-$bin/vouch}
 
 # Each script here must exist and pass; the optional ones must pass when they exist.
 required=(audit fetch inputs normalize reuse verify)
