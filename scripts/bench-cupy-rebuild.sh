@@ -201,15 +201,17 @@ def load(label):
         return None
     r = json.load(open(path))
     if r.get('plain'):
-        return {'seconds': r['seconds'], 'compiler': (r['hits'], r['misses']), 'cython': None, 'sha256': None}
+        return {'seconds': r['seconds'], 'compiler': (r['hits'], r['misses']), 'cython': None, 'sha256': None, 'phases': None}
     if not isinstance(r['seconds'], dict):  # a plain `vouch build` report
         cache, seconds, sha = r.get('cache') or {}, r['seconds'], r['sha256']
+        phases = r.get('phases')
     else:  # a cell record
         cache, seconds, sha = r.get('cache') or {}, r['seconds']['build'], r['sha256']
+        phases = r['seconds'].get('phases')
     cc = cache.get('compiler_cache') or {}
     cy = cache.get('cython')
     return {'seconds': seconds, 'compiler': (cc.get('hits'), cc.get('misses')) if cc else None,
-            'cython': cy, 'sha256': sha}
+            'cython': cy, 'sha256': sha, 'phases': phases}
 
 def rate(h, m):
     return f'{100 * h / (h + m):.1f}%' if h is not None and m is not None and h + m else '-'
@@ -232,6 +234,12 @@ for label in rows:
     ccs = f"{cc[0]}/{cc[1]} ({rate(*cc)})" if cc else '-'
     print(f"{label:<16}{r['seconds']:>9.1f}{r['seconds'] / base:>8.3f}  {cys:<22}{ccs:<24}{(r['sha256'] or '-')[:23]}")
 print('(warm-all-arch is relative to cold-all-arch, plain-warm to plain-cold)')
+print()
+print('where the seconds went (prepare: venv and source copies; backend: configure, Cython, compile, link):')
+for label in rows:
+    r = runs[label]
+    if r and r.get('phases'):
+        print(f"  {label:<14}" + '  '.join(f"{k} {v:.1f}" for k, v in r['phases'].items()))
 print()
 targets = [('warm', 0.05), ('pyx', 0.15), ('pxd', 0.5)]
 for label, t in ([] if smoke else targets):  # smoke: a few seconds of work judge nothing

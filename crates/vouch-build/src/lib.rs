@@ -123,12 +123,26 @@ pub struct BuildOutput {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub build_lock: Option<BuildLock>,
     pub seconds: f64,
+    /// Where those seconds went.
+    pub phases: BuildPhases,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub repair: Option<RepairOutcome>,
     /// What the Cython translation cache did, when the build had one. Reported in the
     /// cache's record (`cache.cython`), next to the compiler cache's counters.
     #[serde(skip)]
     pub cython_cache: Option<CythonCacheStats>,
+}
+
+/// Seconds per phase of one build: what a rebuild still pays once every cache hits.
+#[derive(Clone, Debug, Default, Serialize, serde::Deserialize, PartialEq)]
+pub struct BuildPhases {
+    /// The venv copy, the source copy and the work directory.
+    pub prepare: f64,
+    /// The PEP 517 backend (configure, Cython, compile, link).
+    pub backend: f64,
+    /// auditwheel or delvewheel.
+    pub repair: f64,
+    pub normalize: f64,
 }
 
 /// Every child of a build (pip, the interpreter, the build backend, compilers, auditwheel)
@@ -393,6 +407,16 @@ fn single_file(dir: &Path, suffix: &str) -> Result<PathBuf, BuildError> {
 /// `options.out_dir`.
 pub fn build_wheel(options: &BuildOptions) -> Result<BuildOutput, BuildError> {
     let started = std::time::Instant::now();
+    let mut phases = BuildPhases::default();
+    let mut lap = {
+        let mut last = started;
+        move || {
+            let now = std::time::Instant::now();
+            let seconds = (now - last).as_secs_f64();
+            last = now;
+            seconds
+        }
+    };
     let prepared = Prepared::new(options)?;
     let mut cmd = prepared.pep517_command(options, "--wheel")?;
     if let Some(launcher) = &options.launcher {
@@ -400,8 +424,10 @@ pub fn build_wheel(options: &BuildOptions) -> Result<BuildOutput, BuildError> {
         cmd.env("CC", format!("{} {cc}", launcher.display()))
             .env("CXX", format!("{} {cxx}", launcher.display()));
     }
+    phases.prepare = lap();
     run_logged(cmd, "the PEP 517 build")?;
     let cython_cache = prepared.buildenv.cython_stats()?;
+    phases.backend = lap();
 
     let raw = prepared.single_output(".whl")?;
     let (raw, repair) = match &options.repair {
@@ -412,6 +438,7 @@ pub fn build_wheel(options: &BuildOptions) -> Result<BuildOutput, BuildError> {
         }
         None => (raw, None),
     };
+    phases.repair = lap();
     let report = vouch_wheel::normalize_wheel(
         &raw,
         &options.out_dir,
@@ -419,6 +446,7 @@ pub fn build_wheel(options: &BuildOptions) -> Result<BuildOutput, BuildError> {
             epoch: prepared.epoch,
         },
     )?;
+    phases.normalize = lap();
     Ok(BuildOutput {
         wheel: report.output,
         sha256: report.sha256,
@@ -428,6 +456,7 @@ pub fn build_wheel(options: &BuildOptions) -> Result<BuildOutput, BuildError> {
         build_tools: prepared.venv.frozen,
         build_lock: prepared.venv.lock,
         seconds: started.elapsed().as_secs_f64(),
+        phases,
         repair,
         cython_cache,
     })

@@ -397,6 +397,7 @@ pub fn build_cell(job: CellJob<'_>, reporter: &dyn Reporter) -> Result<CellOutco
             toolchain: toolchain_seconds,
             build: build_seconds,
             total: started.elapsed().as_secs_f64(),
+            phases: Some(built.phases.clone()),
         },
         reused_from: None,
     };

@@ -63,6 +63,9 @@ pub struct Durations {
     pub toolchain: f64,
     pub build: f64,
     pub total: f64,
+    /// The build's phases (absent for a reused wheel).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phases: Option<vouch_build::BuildPhases>,
 }
 
 impl CellRecord {
