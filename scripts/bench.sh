@@ -8,8 +8,7 @@
 #                              the debug binaries (a few minutes in all). .ci/run does this, so a
 #                              benchmark that stops working cannot land.
 #
-# bench-cache.sh and bench-cupy-rebuild.sh are kept by others; each runs when it is present and
-# executable, and the summary says when one was not there to run. Every script is handed the
+# Every script is handed the
 # binaries built once here (BIN, VOUCH_BIN): a smoke pass must not start a release build, and
 # cargo relinks vouch whenever one command builds another set of packages than the last.
 set -euo pipefail
@@ -25,9 +24,8 @@ SMOKE=$smoke
 bench_build
 export BIN=${BIN:-$bin} VOUCH_BIN=${VOUCH_BIN:-$bin/vouch}
 
-# Each script here must exist and pass; the optional ones must pass when they exist.
-required=(audit fetch inputs normalize reuse verify)
-optional=(cache cupy-rebuild)
+# Every benchmark must exist and pass.
+names=(audit fetch inputs normalize reuse verify cache cupy-rebuild)
 
 summary=()
 run_one() { # NAME
@@ -45,19 +43,9 @@ run_one() { # NAME
   summary+=("$(printf '%-22s ok  %7s s' "bench-$1" "$took")")
 }
 
-for name in "${required[@]}"; do
+for name in "${names[@]}"; do
   [ -x "scripts/bench-$name.sh" ] || { echo "bench.sh: scripts/bench-$name.sh is missing or not executable" >&2; exit 1; }
   run_one "$name"
-done
-for name in "${optional[@]}"; do
-  if [ "$smoke" = 1 ] && [ -x "scripts/bench-$name.sh" ] && ! grep -q SMOKE "scripts/bench-$name.sh"; then
-    # Without a smoke mode it would make a full run, far past what CI has time for.
-    summary+=("$(printf '%-22s not run: scripts/bench-%s.sh has no SMOKE mode yet' "bench-$name" "$name")")
-  elif [ -x "scripts/bench-$name.sh" ]; then
-    run_one "$name"
-  else
-    summary+=("$(printf '%-22s not run: scripts/bench-%s.sh is not present or not executable' "bench-$name" "$name")")
-  fi
 done
 
 echo "=== bench.sh summary"
