@@ -734,3 +734,54 @@ fn issue16_release_cell_without_auditwheel_fails_and_writes_no_wheel() {
         .unwrap_or_default();
     assert!(written.is_empty(), "{written:?}");
 }
+
+/// A pull request's build installs its toolkit under the untrusted cache root and main's build
+/// under the trusted one, yet it hits every object main's build stored: each build sees its
+/// toolkit at `<work>/toolkit`, so no `-I` flag or nvcc include path names the cache root. The
+/// wheel is the same too.
+#[test]
+fn a_pull_requests_cell_build_hits_mains_objects_across_toolkit_locations() {
+    let dir = tempdir();
+    let profile = fixture().join("vouch.toml");
+    let source = dir.path().join("checkout/minicupy");
+    copy_dir(&fixture().join("source"), &source);
+    let build = |out: &str, scope: &[&str]| {
+        let r = run(vouch()
+            .args(["build", "--json", "--cell", &cell(), "--profile"])
+            .arg(&profile)
+            .arg("--source")
+            .arg(&source)
+            .arg("--out")
+            .arg(dir.path().join(out))
+            .arg("--work-dir")
+            .arg(dir.path().join("work"))
+            .args(["--cache", "ccache", "--cache-store"])
+            .arg(dir.path().join("store"))
+            .args(scope)
+            .args(["--sha", SHA]));
+        assert_eq!(r.code, 0, "{out}: {}", r.stderr);
+        r.json()
+    };
+    let main = build("main", &["--event", "push", "--ref", "refs/heads/main"]);
+    let pr = build(
+        "pr",
+        &["--event", "pull_request", "--pr", "7", "--base-ref", "main"],
+    );
+    let main_toolkit = main["toolchain"]["dir"].as_str().unwrap();
+    let pr_toolkit = pr["toolchain"]["dir"].as_str().unwrap();
+    assert!(main_toolkit.contains("/trusted/"), "{main_toolkit}");
+    assert!(pr_toolkit.contains("/untrusted/"), "{pr_toolkit}");
+    let cc = &pr["cache"]["compiler_cache"];
+    assert_eq!(cc["misses"], 0, "{cc}");
+    assert!(cc["hits"].as_u64().unwrap() >= 2, "{cc}");
+    let work_toolkit = dir.path().join("work/toolkit");
+    assert!(
+        main["env"]["CUDA_PATH"]
+            .as_str()
+            .unwrap()
+            .starts_with(work_toolkit.to_str().unwrap()),
+        "{}",
+        main["env"]
+    );
+    assert_eq!(main["sha256"], pr["sha256"]);
+}
