@@ -173,6 +173,10 @@ pub(crate) fn repair_wheel(
     cmd.args(["-m", module, "repair", "-w"]).arg(&out);
     match tool {
         Tool::Auditwheel => {
+            // Stored, not deflated: normalize inflates and deflates every member again, so
+            // auditwheel's own deflate (single-threaded, 50 MB for a CuPy wheel) was thrown
+            // away. The normalized wheel is the same bytes either way.
+            cmd.args(["--zip-compression-level", "0"]);
             if let Some(plat) = &repair.plat {
                 cmd.args(["--plat", plat]);
             }
