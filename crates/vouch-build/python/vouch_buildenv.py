@@ -62,19 +62,21 @@ _EXTRA_SUFFIXES = ('.h', '_api.h', '.pxi')
 
 # -- deterministic temporary names ----------------------------------------------------------
 
-class _FixedNames(tempfile._RandomNameSequence):
-    """tempfile's name sequence, seeded the same in every process that starts it."""
-
-    @property
-    def rng(self):
-        pid = os.getpid()
-        if getattr(self, '_vouch_pid', None) != pid:
-            self._vouch_rng = random.Random('vouch-build-temp')
-            self._vouch_pid = pid
-        return self._vouch_rng
-
-
 def _fix_temp_names() -> None:
+    """tempfile's name sequence, seeded the same in every process that starts it."""
+    base = getattr(tempfile, '_RandomNameSequence', None)
+    if base is None:  # a private class: if a Python drops it, names stay random
+        return
+
+    class _FixedNames(base):
+        @property
+        def rng(self):
+            pid = os.getpid()
+            if getattr(self, '_vouch_pid', None) != pid:
+                self._vouch_rng = random.Random('vouch-build-temp')
+                self._vouch_pid = pid
+            return self._vouch_rng
+
     tempfile._name_sequence = _FixedNames()
 
 
