@@ -518,7 +518,9 @@ async fn blob_urls_check_their_signature_and_serve_ranges() {
         "{upload}"
     );
     let (base, sig) = upload.rsplit_once("sig=").unwrap();
-    let forged = format!("{base}sig=0{}", &sig[1..]);
+    // Another first digit (a fixed "0" would leave one signature in sixteen unchanged).
+    let other = if sig.starts_with('0') { '1' } else { '0' };
+    let forged = format!("{base}sig={other}{}", &sig[1..]);
     let r = put(&forged, &[("x-ms-blob-type", "BlockBlob")], b"x").await;
     assert_eq!(r.status(), StatusCode::FORBIDDEN);
     assert_eq!(r.headers()["x-ms-error-code"], "AuthenticationFailed");
@@ -549,7 +551,9 @@ async fn blob_urls_check_their_signature_and_serve_ranges() {
         "an upload URL cannot read"
     );
     let (base, sig) = download.rsplit_once("sig=").unwrap();
-    let forged = format!("{base}sig=0{}", &sig[1..]);
+    // Another first digit (a fixed "0" would leave one signature in sixteen unchanged).
+    let other = if sig.starts_with('0') { '1' } else { '0' };
+    let forged = format!("{base}sig={other}{}", &sig[1..]);
     assert_eq!(get(&forged, None).await.status(), StatusCode::FORBIDDEN);
 
     let r = get(&download, Some("bytes=0-0")).await;
