@@ -75,6 +75,16 @@ pub struct BuildOptions {
     pub cython_cache: Option<String>,
 }
 
+impl BuildOptions {
+    /// The work directory this build will use: `work_dir`, or [`canonical_work_dir`].
+    pub fn work_root(&self) -> Result<PathBuf, BuildError> {
+        match &self.work_dir {
+            Some(w) => Ok(w.clone()),
+            None => canonical_work_dir(),
+        }
+    }
+}
+
 /// Builds of different trust run tools from different roots of the cache directory, so an
 /// untrusted build (a pull request's code, a rebuild of someone else's release) never
 /// shares a venv or a toolkit with a trusted one (a push to a protected branch). Within a
@@ -320,10 +330,7 @@ impl Prepared {
             options.seal_key.as_deref(),
         )?;
 
-        let work_root = match &options.work_dir {
-            Some(w) => w.clone(),
-            None => canonical_work_dir()?,
-        };
+        let work_root = options.work_root()?;
         let work = workdir::WorkDir::lock(&work_root, &[&given, &options.out_dir])?;
         let venv = sealed.instantiate(&work.root().join("venv"))?;
         #[cfg(unix)]

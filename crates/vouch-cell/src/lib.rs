@@ -308,14 +308,11 @@ pub fn build_cell(job: CellJob<'_>, reporter: &dyn Reporter) -> Result<CellOutco
     // every trust level and machine, so cached objects carry over (see BuildOptions::toolkit).
     let seen = match &installed {
         Some(i) => {
-            let work_root = match &options.work_dir {
-                Some(w) => w.clone(),
-                None => vouch_build::canonical_work_dir().map_err(|e| CellError::Build {
-                    cell: cell.id.clone(),
-                    source_path: given_source.clone(),
-                    source: Box::new(e),
-                })?,
-            };
+            let work_root = options.work_root().map_err(|e| CellError::Build {
+                cell: cell.id.clone(),
+                source_path: given_source.clone(),
+                source: Box::new(e),
+            })?;
             options.toolkit = Some(i.dir.clone());
             Some(i.seen_at(&vouch_build::toolkit_link(&work_root, &i.dir)))
         }
