@@ -22,7 +22,8 @@
 # toolkit, no profile; seconds), so that scripts/bench.sh --smoke keeps this script working.
 # Env: CUPY_VERSION (14.2.0), GENCODE (arch=compute_75,code=sm_75), JOBS (2), E2E_DIR
 #      (target/cupy-rebuild), VOUCH_BIN, SEED_TOOLKIT (as in scripts/cupy-e2e.sh), FULL_ARCH,
-#      UNCACHED_PR, PLAIN (1; 0 skips the plain-ccache anchor).
+#      UNCACHED_PR, PLAIN (1; 0 skips the plain-ccache anchor), PLAIN_ONLY (1: only the
+#      anchor and the report, over the records an earlier run left in E2E_DIR).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -42,7 +43,9 @@ else
   cargo build --release --locked -q
   vouch=$root/target/release/vouch
 fi
-rm -rf "$work"
+if [ "${PLAIN_ONLY:-0}" != 1 ]; then
+  rm -rf "$work"
+fi
 mkdir -p "$work"
 export VOUCH_CACHE_DIR=${VOUCH_CACHE_DIR:-$root/target/cupy-rebuild-cache}
 sha=0000000000000000000000000000000000000000
@@ -73,9 +76,11 @@ else
     done
   fi
   "$vouch" toolchain install --profile "$profile" --cell "$cell" >/dev/null
-  mkdir -p "$work/unpack"
-  tar -xzf "$sdist" -C "$work/unpack"
-  mv "$work/unpack/cupy-$VERSION" "$work/base"
+  if [ ! -d "$work/base" ]; then
+    mkdir -p "$work/unpack"
+    tar -xzf "$sdist" -C "$work/unpack"
+    mv "$work/unpack/cupy-$VERSION" "$work/base"
+  fi
   # The sdist's epoch: its newest member, as a build of the sdist itself would take it.
   epoch=$(python3 -c 'import sys, tarfile; print(int(max(m.mtime for m in tarfile.open(sys.argv[1]))))' "$sdist")
   pyx_file=cupy/cuda/device.pyx
@@ -107,6 +112,8 @@ open(path, 'w', encoding='utf-8').write(text)
 os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
 PY
 }
+# PLAIN_ONLY=1: only the plain-ccache anchor and the report, over an earlier run's records.
+if [ "${PLAIN_ONLY:-0}" != 1 ]; then
 variant pyx "$pyx_file" replace "$pyx_old" "$pyx_new"
 variant pxd "$pxd_file" append "" "$pxd_add"
 cp -a "$work/base" "$work/again"
@@ -144,6 +151,8 @@ pr() { echo "--cache ccache --cache-store $work/store --event pull_request --pr 
   fi
 }
 
+fi
+
 # The anchor: the project's own build, by hand, with ccache in front of the compilers.
 if [ "${PLAIN:-1}" = 1 ]; then
   venv=$work/plain-venv
@@ -162,6 +171,10 @@ import json, shlex, sys
 r = json.load(open(sys.argv[1]))
 env = dict(r.get('env') or {})
 out = open(sys.argv[2], 'w')
+# The profile's template files (wheel metadata, long description) are vouch's additions to
+# the source, which a build by hand does not have.
+for k in ('CUPY_INSTALL_WHEEL_METADATA', 'CUPY_INSTALL_LONG_DESCRIPTION'):
+    env.pop(k, None)
 for k, v in env.items():
     if k == 'NVCC':  # vouch's launcher and prefix maps: plain ccache in front of nvcc instead
         v = 'ccache ' + v.split()[1] if v.split()[0].endswith('ccache') else 'ccache ' + v.split()[0]
