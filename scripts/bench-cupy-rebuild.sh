@@ -175,6 +175,11 @@ out = open(sys.argv[2], 'w')
 # the source, which a build by hand does not have.
 for k in ('CUPY_INSTALL_WHEEL_METADATA', 'CUPY_INSTALL_LONG_DESCRIPTION'):
     env.pop(k, None)
+# vouch's build saw the toolkit through a link in its work directory; by hand, it is where
+# it was installed.
+seen, real = env.get('CUDA_PATH'), ((r.get('toolchain') or {}).get('cuda_path'))
+if seen and real:
+    env = {k: v.replace(seen, real) for k, v in env.items()}
 for k, v in env.items():
     if k == 'NVCC':  # vouch's launcher and prefix maps: plain ccache in front of nvcc instead
         v = 'ccache ' + v.split()[1] if v.split()[0].endswith('ccache') else 'ccache ' + v.split()[0]
