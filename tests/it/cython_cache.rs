@@ -142,83 +142,77 @@ fn every_input_of_a_translation_is_in_its_key() {
         "fill",
         Some(TRUSTED),
     );
+    // A fresh copy of the project with `change` made to it, built against the filled store:
+    // the Cython cache's (hits, misses, stored).
+    let variant = |name: &str, change: &dyn Fn(&Path)| {
+        let src = project(dir.path(), name);
+        change(&src);
+        build(dir.path(), &src, name, Some(TRUSTED)).cython()
+    };
+    let write = |rel: &'static str, text: &'static str| {
+        move |src: &Path| std::fs::write(src.join(rel), text).unwrap()
+    };
 
     // A change Cython never reads (a file outside the dependency tree) still hits: the
     // checks below can tell a hit from a miss.
-    let unrelated = project(dir.path(), "unrelated");
-    std::fs::write(
-        unrelated.join("NOTES.txt"),
-        "not an input of any translation\n",
-    )
-    .unwrap();
-    assert_eq!(
-        build(dir.path(), &unrelated, "unrelated", Some(TRUSTED)).cython(),
-        (2, 0, 0)
-    );
+    let unrelated = write("NOTES.txt", "not an input of any translation\n");
+    assert_eq!(variant("unrelated", &unrelated), (2, 0, 0));
 
     // A .pxd two levels below core.pyx (core cimports mid, mid cimports deep): core misses,
     // other (which cimports neither) hits. For `from cyproj cimport mid` Cython's own
     // dependency tree lists only cyproj/__init__.pxd, not mid.pxd or deep.pxd (so Cython's
     // cache would hit here); the files Cython actually read are what the key covers.
-    let deep = project(dir.path(), "deep");
-    edit(&deep.join("cyproj/deep.pxd"), "DEEP = 41", "DEEP = 40");
-    let b = build(dir.path(), &deep, "deep", Some(TRUSTED));
-    assert_eq!(b.cython(), (1, 1, 1), "a .pxd two levels down");
+    let deep = |src: &Path| edit(&src.join("cyproj/deep.pxd"), "DEEP = 41", "DEEP = 40");
+    assert_eq!(variant("deep", &deep), (1, 1, 1), "a .pxd two levels down");
 
     // A comment in it: the generated code may not change, but the key must.
-    let comment = project(dir.path(), "comment");
-    edit(
-        &comment.join("cyproj/deep.pxd"),
-        "cdef enum:",
-        "# a comment\ncdef enum:",
-    );
+    let comment = |src: &Path| {
+        edit(
+            &src.join("cyproj/deep.pxd"),
+            "cdef enum:",
+            "# a comment\ncdef enum:",
+        )
+    };
     assert_eq!(
-        build(dir.path(), &comment, "comment", Some(TRUSTED)).cython(),
+        variant("comment", &comment),
         (1, 1, 1),
         "a comment in a .pxd two levels down"
     );
 
     // The package's __init__.pxd, which Cython reads for the cimport.
-    let init = project(dir.path(), "init");
-    std::fs::write(init.join("cyproj/__init__.pxd"), "cdef int PACKAGE_LEVEL\n").unwrap();
+    let init = write("cyproj/__init__.pxd", "cdef int PACKAGE_LEVEL\n");
     assert_eq!(
-        build(dir.path(), &init, "init", Some(TRUSTED)).cython(),
+        variant("init", &init),
         (1, 1, 1),
         "the package's __init__.pxd"
     );
 
     // A new .pxd on the search path, read by nothing yet: which file a cimport resolves to
     // depends on what exists, so every translation misses.
-    let new_file = project(dir.path(), "new-file");
-    std::fs::write(new_file.join("cyproj/extra.pxd"), "cdef int EXTRA\n").unwrap();
+    let new_file = write("cyproj/extra.pxd", "cdef int EXTRA\n");
     assert_eq!(
-        build(dir.path(), &new_file, "new-file", Some(TRUSTED)).cython(),
+        variant("new-file", &new_file),
         (0, 2, 2),
         "a new .pxd on the search path"
     );
 
     // A compiler directive (Cython's own cache leaves directives out of its fingerprint).
-    let directive = project(dir.path(), "directive");
-    std::fs::write(
-        directive.join("directives.json"),
+    let directive = write(
+        "directives.json",
         r#"{"language_level": 3, "boundscheck": false}"#,
-    )
-    .unwrap();
-    assert_eq!(
-        build(dir.path(), &directive, "directive", Some(TRUSTED)).cython(),
-        (0, 2, 2),
-        "a directive"
     );
+    assert_eq!(variant("directive", &directive), (0, 2, 2), "a directive");
 
     // Another Cython: another venv, every translation misses.
-    let version = project(dir.path(), "version");
-    edit(
-        &version.join("pyproject.toml"),
-        "Cython==3.2.9",
-        "Cython==3.2.8",
-    );
+    let version = |src: &Path| {
+        edit(
+            &src.join("pyproject.toml"),
+            "Cython==3.2.9",
+            "Cython==3.2.8",
+        )
+    };
     assert_eq!(
-        build(dir.path(), &version, "version", Some(TRUSTED)).cython(),
+        variant("version", &version),
         (0, 2, 2),
         "another Cython version"
     );

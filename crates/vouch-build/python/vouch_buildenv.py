@@ -391,7 +391,8 @@ def _store(store: _Cache, module, source, full_module_name, c_file, translation,
         os.path.normpath(str(p)) for p in [source, *read]
         if not os.path.realpath(str(p)).startswith(cython_dir)
     })
-    produced = [p for p in _outputs(c_file) if _stat(p) is not None and _stat(p) != before[p]]
+    after = {p: _stat(p) for p in _outputs(c_file)}
+    produced = [p for p, st in after.items() if st is not None and st != before[p]]
     if c_file not in produced:
         store.event('not-stored', module, 'no output written')
         return

@@ -6,7 +6,6 @@
 //! cache, a Cython translation cache on the gateway's key/value side. The Python file says
 //! what is keyed and why; this side places it and reads back what it counted.
 
-use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
@@ -136,7 +135,6 @@ impl BuildEnv {
             return Ok(None);
         };
         let mut stats = CythonCacheStats::default();
-        let mut by_kind: BTreeMap<String, u64> = BTreeMap::new();
         for entry in std::fs::read_dir(dir).map_err(io(dir))? {
             let path = entry.map_err(io(dir))?.path();
             let name = path.file_name().unwrap_or_default().to_string_lossy();
@@ -149,7 +147,6 @@ impl BuildEnv {
                     tracing::warn!(file = %path.display(), "unreadable Cython cache event");
                     continue;
                 };
-                *by_kind.entry(event.event.clone()).or_default() += 1;
                 let counter = match event.event.as_str() {
                     "hit" => &mut stats.hits,
                     "miss" => &mut stats.misses,
@@ -173,7 +170,7 @@ impl BuildEnv {
                 }
             }
         }
-        tracing::debug!(?by_kind, "Cython cache events");
+        tracing::debug!(?stats, "Cython cache events");
         Ok(Some(stats))
     }
 }
