@@ -71,7 +71,7 @@ pub fn build_options(
         trust: trust_level(None),
         seal_key: env.tools.seal_key()?,
         toolkit: None,
-        cython_cache: None,
+        kv_cache: None,
     })
 }
 

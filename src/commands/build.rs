@@ -86,7 +86,7 @@ pub fn build(args: BuildArgs) -> anyhow::Result<ExitCode> {
         .with_context(|| format!("building a wheel from {:?}", args.source))?;
     drop(spinner);
     let cache = cache
-        .map(|c| c.finish(&output::Terminal, built.cython_cache.clone()))
+        .map(|c| c.finish(&output::Terminal, built.shim_cache.clone()))
         .transpose()?;
     if args.common.json {
         output::json(&BuildRecord {

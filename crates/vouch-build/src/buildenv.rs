@@ -3,8 +3,9 @@
 //! backend, cythonize's worker processes) runs it without the project being patched. It gives
 //! the build a private `TMPDIR` with deterministic `tempfile` names (configure probes compiled
 //! in `mkdtemp()` directories become compiler-cache hits) and, when the build has a scoped
-//! cache, a Cython translation cache on the gateway's key/value side. The Python file says
-//! what is keyed and why; this side places it and reads back what it counted.
+//! cache, a Cython translation cache and an `auditwheel repair` cache on the gateway's
+//! key/value side. The Python file says what is keyed and why; this side places it, says
+//! how to run the cached repair, and reads back what it counted.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -17,30 +18,39 @@ use crate::venv::Venv;
 const MODULE: &str = "vouch_buildenv";
 const SHIM: &str = include_str!("../python/vouch_buildenv.py");
 
-/// What the Cython translation cache did in one build, summed over its processes.
+/// What the shim's caches did in one build, summed over its processes.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct CythonCacheStats {
-    /// Translations served from the store.
+pub struct ShimCacheStats {
+    /// Cython's translations (`.pyx` to `.c`/`.cpp`).
+    pub cython: LayerStats,
+    /// `auditwheel repair` runs.
+    pub repair: LayerStats,
+}
+
+/// One cache layer's counters.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LayerStats {
+    /// Results served from the store.
     pub hits: u64,
-    /// Translations Cython ran (a miss, or an entry that failed its checks).
+    /// Runs of the real thing (a miss, or an entry that failed its checks).
     pub misses: u64,
     /// Misses whose output went to the store (the build's write scope).
     pub stored: u64,
-    /// Misses not stored: the scope is read-only, the gateway failed, or Cython read a file
-    /// outside the key.
+    /// Misses not stored: the scope is read-only, the gateway failed, Cython read a file
+    /// outside the key, or the repair grafted libraries.
     pub not_stored: u64,
-    /// Translations the cache did not handle (started outside cythonize, an option it cannot
-    /// key).
+    /// Runs the cache did not handle (a translation started outside cythonize, an option it
+    /// cannot key, a repair tool it does not know).
     pub bypassed: u64,
     /// Entries that failed their checks (digests, manifest) and were treated as misses.
     pub corrupt: u64,
     pub gateway_errors: u64,
-    /// Why translations were not stored or bypassed: the first few, for the log.
+    /// Why results were not stored or bypassed: the first few, for the log.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
 }
 
-impl CythonCacheStats {
+impl LayerStats {
     /// Hits / (hits + misses), when anything was translated.
     pub fn hit_rate(&self) -> Option<f64> {
         let all = self.hits + self.misses;
@@ -51,7 +61,7 @@ impl CythonCacheStats {
 /// The shim placed in one build's venv.
 pub(crate) struct BuildEnv {
     tmp: PathBuf,
-    cython: Option<PathBuf>,
+    cache: Option<PathBuf>,
 }
 
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> BuildError + '_ {
@@ -83,12 +93,12 @@ fn site_packages(venv: &Venv) -> Result<PathBuf, BuildError> {
 
 impl BuildEnv {
     /// Writes the shim into `venv` and makes the build's private directories under `work`.
-    /// `cython_cache` is the gateway's key/value URL (`…/<secret>/kv`): it goes into a 0600
+    /// `kv_cache` is the gateway's key/value URL (`…/<secret>/kv`): it goes into a 0600
     /// file, never into the environment.
     pub(crate) fn install(
         venv: &Venv,
         work: &Path,
-        cython_cache: Option<&str>,
+        kv_cache: Option<&str>,
     ) -> Result<BuildEnv, BuildError> {
         let site = site_packages(venv)?;
         let module = site.join(format!("{MODULE}.py"));
@@ -102,9 +112,9 @@ impl BuildEnv {
 
         let tmp = work.join("tmp");
         private_dir(&tmp)?;
-        let cython = match cython_cache {
+        let cache = match kv_cache {
             Some(url) => {
-                let dir = work.join("cython-cache");
+                let dir = work.join("build-cache");
                 private_dir(&dir)?;
                 let file = dir.join("url");
                 vouch_fs::write_atomically(&file, url.as_bytes(), vouch_fs::Mode::Private)
@@ -113,7 +123,7 @@ impl BuildEnv {
             }
             None => None,
         };
-        Ok(BuildEnv { tmp, cython })
+        Ok(BuildEnv { tmp, cache })
     }
 
     /// The variables that switch the shim on for the build's processes.
@@ -123,18 +133,27 @@ impl BuildEnv {
         for var in ["TMPDIR", "TEMP", "TMP"] {
             env.push((var, self.tmp.clone().into_os_string()));
         }
-        if let Some(dir) = &self.cython {
-            env.push(("VOUCH_CYTHON_CACHE", dir.clone().into_os_string()));
+        if let Some(dir) = &self.cache {
+            env.push(("VOUCH_BUILD_CACHE", dir.clone().into_os_string()));
         }
         env
     }
 
-    /// The Cython cache's counters from every process's event file; `None` without a cache.
-    pub(crate) fn cython_stats(&self) -> Result<Option<CythonCacheStats>, BuildError> {
-        let Some(dir) = &self.cython else {
+    /// The arguments that make the venv's python run `auditwheel repair` through the repair
+    /// cache (`python -m vouch_buildenv auditwheel-repair RAW OUT [options]`), or `None`
+    /// when the build has no cache and auditwheel runs as itself.
+    pub(crate) fn cached_auditwheel(&self) -> Option<[&'static str; 3]> {
+        self.cache
+            .is_some()
+            .then_some(["-m", MODULE, "auditwheel-repair"])
+    }
+
+    /// The caches' counters from every process's event file; `None` without a cache.
+    pub(crate) fn stats(&self) -> Result<Option<ShimCacheStats>, BuildError> {
+        let Some(dir) = &self.cache else {
             return Ok(None);
         };
-        let mut stats = CythonCacheStats::default();
+        let mut all = ShimCacheStats::default();
         for entry in std::fs::read_dir(dir).map_err(io(dir))? {
             let path = entry.map_err(io(dir))?.path();
             let name = path.file_name().unwrap_or_default().to_string_lossy();
@@ -144,8 +163,13 @@ impl BuildEnv {
             let text = std::fs::read_to_string(&path).map_err(io(&path))?;
             for line in text.lines() {
                 let Ok(event) = serde_json::from_str::<Event>(line) else {
-                    tracing::warn!(file = %path.display(), "unreadable Cython cache event");
+                    tracing::warn!(file = %path.display(), "unreadable build cache event");
                     continue;
+                };
+                let stats = match event.layer.as_str() {
+                    "cython" => &mut all.cython,
+                    "repair" => &mut all.repair,
+                    _ => continue,
                 };
                 let counter = match event.event.as_str() {
                     "hit" => &mut stats.hits,
@@ -170,13 +194,14 @@ impl BuildEnv {
                 }
             }
         }
-        tracing::debug!(?stats, "Cython cache events");
-        Ok(Some(stats))
+        tracing::debug!(?all, "build cache events");
+        Ok(Some(all))
     }
 }
 
 #[derive(Deserialize)]
 struct Event {
+    layer: String,
     event: String,
     module: String,
     #[serde(default)]

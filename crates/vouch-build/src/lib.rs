@@ -18,7 +18,7 @@ use std::process::Command;
 
 use serde::Serialize;
 
-pub use buildenv::CythonCacheStats;
+pub use buildenv::{LayerStats, ShimCacheStats};
 pub use epoch::{EpochSource, parse_epoch, source_date_epoch};
 pub use error::BuildError;
 pub use lock::{BuildLock, LockError, LockedTool};
@@ -70,9 +70,9 @@ pub struct BuildOptions {
     /// object main's build stored.
     pub toolkit: Option<PathBuf>,
     /// The scoped cache gateway's key/value URL (`http://127.0.0.1:<port>/<secret>/kv`) for
-    /// the Cython translation cache; `None` translates without one. It carries the gateway's
-    /// secret, so it reaches the build in a file, not a variable.
-    pub cython_cache: Option<String>,
+    /// the Cython translation cache and the repair cache; `None` runs both without one. It
+    /// carries the gateway's secret, so it reaches the build in a file, not a variable.
+    pub kv_cache: Option<String>,
 }
 
 impl BuildOptions {
@@ -137,10 +137,11 @@ pub struct BuildOutput {
     pub phases: BuildPhases,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub repair: Option<RepairOutcome>,
-    /// What the Cython translation cache did, when the build had one. Reported in the
-    /// cache's record (`cache.cython`), next to the compiler cache's counters.
+    /// What the Cython translation cache and the repair cache did, when the build had them.
+    /// Reported in the cache's record (`cache.cython`, `cache.repair`), next to the
+    /// compiler cache's counters.
     #[serde(skip)]
-    pub cython_cache: Option<CythonCacheStats>,
+    pub shim_cache: Option<ShimCacheStats>,
 }
 
 /// Seconds per phase of one build: what a rebuild still pays once every cache hits.
@@ -340,7 +341,7 @@ impl Prepared {
                 .map_err(|source| BuildError::Io { path: link, source })?;
         }
         let buildenv =
-            buildenv::BuildEnv::install(&venv, work.root(), options.cython_cache.as_deref())?;
+            buildenv::BuildEnv::install(&venv, work.root(), options.kv_cache.as_deref())?;
         let tree = work.root().join("src");
         let dist = work.root().join("dist");
         source::copy_tree(&source, &tree)?;
@@ -442,14 +443,18 @@ pub fn build_wheel(options: &BuildOptions) -> Result<BuildOutput, BuildError> {
     }
     phases.prepare = lap();
     run_logged(cmd, "the PEP 517 build")?;
-    let cython_cache = prepared.buildenv.cython_stats()?;
     phases.backend = lap();
 
     let raw = prepared.single_output(".whl")?;
     let (raw, repair) = match &options.repair {
         Some(r) => {
-            let (path, outcome) =
-                repair::repair_wheel(&raw, r, &prepared.venv.python, &prepared.dist)?;
+            let (path, outcome) = repair::repair_wheel(
+                &raw,
+                r,
+                &prepared.venv.python,
+                &prepared.buildenv,
+                &prepared.dist,
+            )?;
             (path, Some(outcome))
         }
         None => (raw, None),
@@ -463,6 +468,7 @@ pub fn build_wheel(options: &BuildOptions) -> Result<BuildOutput, BuildError> {
         },
     )?;
     phases.normalize = lap();
+    let shim_cache = prepared.buildenv.stats()?;
     Ok(BuildOutput {
         wheel: report.output,
         sha256: report.sha256,
@@ -474,6 +480,6 @@ pub fn build_wheel(options: &BuildOptions) -> Result<BuildOutput, BuildError> {
         seconds: started.elapsed().as_secs_f64(),
         phases,
         repair,
-        cython_cache,
+        shim_cache,
     })
 }

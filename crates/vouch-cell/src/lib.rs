@@ -358,7 +358,7 @@ pub fn build_cell(job: CellJob<'_>, reporter: &dyn Reporter) -> Result<CellOutco
     drop(step);
     let build_seconds = build_started.elapsed().as_secs_f64();
     let cache = cache
-        .map(|c| c.finish(reporter, built.cython_cache.clone()))
+        .map(|c| c.finish(reporter, built.shim_cache.clone()))
         .transpose()?;
     if let Some(r) = &built.repair {
         if r.ran {

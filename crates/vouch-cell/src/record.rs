@@ -55,7 +55,10 @@ pub struct CacheRecord {
     pub hit_rate: Option<f64>,
     /// The Cython translation cache's counters (the build went through the same gateway).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cython: Option<vouch_build::CythonCacheStats>,
+    pub cython: Option<vouch_build::LayerStats>,
+    /// The `auditwheel repair` cache's counters (the same gateway).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repair: Option<vouch_build::LayerStats>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, Default)]
