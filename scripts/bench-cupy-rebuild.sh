@@ -219,7 +219,7 @@ def load(label):
         return None
     r = json.load(open(path))
     if r.get('plain'):
-        return {'seconds': r['seconds'], 'compiler': (r['hits'], r['misses']), 'cython': None, 'sha256': None, 'phases': None}
+        return {'seconds': r['seconds'], 'compiler': (r['hits'], r['misses']), 'cython': None, 'repair': None, 'sha256': None, 'phases': None}
     if not isinstance(r['seconds'], dict):  # a plain `vouch build` report
         cache, seconds, sha = r.get('cache') or {}, r['seconds'], r['sha256']
         phases = r.get('phases')
@@ -229,7 +229,7 @@ def load(label):
     cc = cache.get('compiler_cache') or {}
     cy = cache.get('cython')
     return {'seconds': seconds, 'compiler': (cc.get('hits'), cc.get('misses')) if cc else None,
-            'cython': cy, 'sha256': sha, 'phases': phases}
+            'cython': cy, 'repair': cache.get('repair'), 'sha256': sha, 'phases': phases}
 
 def rate(h, m):
     return f'{100 * h / (h + m):.1f}%' if h is not None and m is not None and h + m else '-'
@@ -239,7 +239,7 @@ rows = ['cold', 'warm', 'pyx', 'pxd', 'cold-all-arch', 'warm-all-arch', 'uncache
 runs = {l: load(l) for l in rows}
 cold = runs['cold']['seconds']
 print()
-print(f"{'build':<16}{'seconds':>9}{'x cold':>8}  {'Cython hits/misses':<22}{'compiler hits/misses':<24}sha256")
+print(f"{'build':<16}{'seconds':>9}{'x cold':>8}  {'Cython hits/misses':<22}{'compiler hits/misses':<24}{'repair':<8}sha256")
 for label in rows:
     r = runs[label]
     if r is None:
@@ -250,8 +250,10 @@ for label in rows:
     cys = f"{cy['hits']}/{cy['misses']} ({rate(cy['hits'], cy['misses'])})" if cy else '-'
     cc = r['compiler']
     ccs = f"{cc[0]}/{cc[1]} ({rate(*cc)})" if cc else '-'
-    print(f"{label:<16}{r['seconds']:>9.1f}{r['seconds'] / base:>8.3f}  {cys:<22}{ccs:<24}{(r['sha256'] or '-')[:23]}")
-print('(warm-all-arch is relative to cold-all-arch, plain-warm to plain-cold)')
+    rp = r['repair']
+    rps = f"{rp['hits']}/{rp['misses']}" if rp else '-'
+    print(f"{label:<16}{r['seconds']:>9.1f}{r['seconds'] / base:>8.3f}  {cys:<22}{ccs:<24}{rps:<8}{(r['sha256'] or '-')[:23]}")
+print('(warm-all-arch is relative to cold-all-arch, plain-warm to plain-cold; repair: hits/misses of the auditwheel repair cache)')
 print()
 print('where the seconds went (prepare: venv and source copies; backend: configure, Cython, compile, link):')
 for label in rows:

@@ -798,7 +798,11 @@ fn a_cached_repair_gives_the_wheel_auditwheel_gives_and_keys_its_options() {
     let profile = dir.path().join("vouch.toml");
     let with_repair = |exclude: &str| {
         let text = std::fs::read_to_string(fixture().join("vouch.toml")).unwrap();
-        std::fs::write(&profile, format!("{text}\n[repair]\nexclude = [{exclude}]\n")).unwrap();
+        std::fs::write(
+            &profile,
+            format!("{text}\n[repair]\nexclude = [{exclude}]\n"),
+        )
+        .unwrap();
     };
     with_repair("\"libcuda.so*\"");
     let source = dir.path().join("checkout/minicupy");
@@ -833,7 +837,10 @@ fn a_cached_repair_gives_the_wheel_auditwheel_gives_and_keys_its_options() {
     };
     let repair = |json: &serde_json::Value| {
         let c = &json["cache"]["repair"];
-        let n = |k: &str| c[k].as_u64().unwrap_or_else(|| panic!("no repair.{k}: {c}"));
+        let n = |k: &str| {
+            c[k].as_u64()
+                .unwrap_or_else(|| panic!("no repair.{k}: {c}"))
+        };
         (n("hits"), n("misses"), n("stored"))
     };
     let entries = |scope: &str| -> Vec<String> {
@@ -870,7 +877,11 @@ fn a_cached_repair_gives_the_wheel_auditwheel_gives_and_keys_its_options() {
     );
     assert_eq!(pr["repair"]["to"], main["repair"]["to"]);
     assert_eq!(pr["sha256"], main["sha256"]);
-    assert_eq!(entries("branch"), main_entries, "a pull request wrote main's scope");
+    assert_eq!(
+        entries("branch"),
+        main_entries,
+        "a pull request wrote main's scope"
+    );
 
     let uncached = build_cell_uncached(
         &profile,
