@@ -552,7 +552,7 @@ def install() -> None:
 # would find now (:func:`_repair_entry_key`). Only a repair that grafted nothing is stored:
 # a grafted library's bytes come from this machine, not from the wheel.
 
-REPAIR_FORMAT = 'vouch-repair-cache/1'
+REPAIR_FORMAT = 'vouch-repair-cache/2'
 
 # A repair that grafts nothing rewrites the dist-info's WHEEL and RECORD (and may patch an
 # RPATH); anything bigger than this is not what a cached repair is for.
@@ -634,26 +634,23 @@ def _read_lookups(blob: bytes | None, translation: str) -> list | None:
     return lookups
 
 
-def _member_digests(zf: zipfile.ZipFile) -> dict[str, str]:
-    return {i.filename: hashlib.sha256(zf.read(i)).hexdigest()
-            for i in zf.infolist() if not i.is_dir()}
-
-
 def _pack_repair(digest: str, raw: str, repaired: str) -> bytes:
     """The entry: the repaired wheel's name and members, each either a reference to the raw
-    wheel's member of the same name and digest or its own bytes. Raises ValueError when the
-    repair added members (grafted libraries) or changed too much to be worth storing."""
+    wheel's member of the same name (which the key's digest of the raw wheel pins) or its own
+    bytes. Raises ValueError when the repair added members (grafted libraries) or changed too
+    much to be worth storing."""
     with zipfile.ZipFile(raw) as zr:
-        raw_digests = _member_digests(zr)
+        raw_digests = {i.filename: hashlib.sha256(zr.read(i)).hexdigest()
+                       for i in zr.infolist() if not i.is_dir()}
     buf = io.BytesIO()
     members, changed = [], 0
     with zipfile.ZipFile(repaired) as zw, zipfile.ZipFile(buf, 'w', zipfile.ZIP_DEFLATED) as z:
         for n, info in enumerate(zw.infolist()):
             data = zw.read(info)
             sha = hashlib.sha256(data).hexdigest()
-            member = {'name': info.filename, 'sha256': sha,
-                      'date_time': list(info.date_time), 'compress_type': info.compress_type,
-                      'create_system': info.create_system, 'external_attr': info.external_attr}
+            member = {'name': info.filename, 'sha256': sha, 'crc': info.CRC, 'size': len(data),
+                      'date_time': list(info.date_time), 'create_system': info.create_system,
+                      'external_attr': info.external_attr}
             if raw_digests.get(info.filename) == sha:
                 member['from'] = 'raw'
             elif info.filename in raw_digests or info.filename.endswith('/'):
@@ -674,8 +671,15 @@ def _pack_repair(digest: str, raw: str, repaired: str) -> bytes:
 
 def _unpack_repair(blob: bytes, digest: str, raw: str, out_dir: str) -> str | None:
     """Writes the repaired wheel the entry describes into ``out_dir``; ``None`` (and nothing
-    written) when the entry is not whole, is not the entry for ``digest``, or names a raw
-    member whose bytes differ."""
+    written) when the entry is not whole, is not the entry for ``digest``, or does not match
+    the raw wheel.
+
+    The wheel is written stored: normalize deflates every member again, so compressing here
+    would be thrown away (it was most of a hit's time). A member taken from the raw wheel is
+    checked by the size and CRC-32 in the raw wheel's directory (reading it checks the bytes
+    against that CRC); the raw wheel itself is pinned by the key. A member of the entry is
+    checked by its sha256.
+    """
     tmp = None
     try:
         with zipfile.ZipFile(io.BytesIO(blob)) as z, zipfile.ZipFile(raw) as zr:
@@ -687,14 +691,18 @@ def _unpack_repair(blob: bytes, digest: str, raw: str, out_dir: str) -> str | No
                 return None
             os.makedirs(out_dir, exist_ok=True)
             tmp = os.path.join(out_dir, f'.{wheel}.vouch-{os.getpid()}.tmp')
-            with zipfile.ZipFile(tmp, 'w') as out:
+            with zipfile.ZipFile(tmp, 'w', zipfile.ZIP_STORED) as out:
                 for m in manifest['members']:
-                    src = m['from']
-                    data = zr.read(m['name']) if src == 'raw' else z.read(src)
-                    if hashlib.sha256(data).hexdigest() != m['sha256']:
-                        raise ValueError(f"{m['name']}: digest differs")
+                    if m['from'] == 'raw':
+                        info = zr.getinfo(m['name'])
+                        if info.CRC != m['crc'] or info.file_size != m['size']:
+                            raise ValueError(f"{m['name']}: not the raw wheel's member")
+                        data = zr.read(info)
+                    else:
+                        data = z.read(m['from'])
+                        if hashlib.sha256(data).hexdigest() != m['sha256']:
+                            raise ValueError(f"{m['name']}: digest differs")
                     info = zipfile.ZipInfo(m['name'], tuple(m['date_time']))
-                    info.compress_type = m['compress_type']
                     info.create_system = m['create_system']
                     info.external_attr = m['external_attr']
                     out.writestr(info, data)
