@@ -3,8 +3,8 @@
 vouch writes this module and a ``.pth`` file that imports it into each build's own copy of
 the build venv (crates/vouch-build/src/buildenv.rs), so every interpreter of the build loads
 it: the PEP 517 frontend, the backend, and their worker processes. It patches nothing in the
-project being built. It has two jobs, each switched on by a variable vouch sets for that
-build only; without them, importing it does nothing.
+project being built. Its jobs are each switched on by a variable vouch sets for that build
+only; without them, importing it does nothing.
 
 ``VOUCH_DETERMINISTIC_TEMP=1``
     ``tempfile`` draws its names from a fixed sequence instead of a random one. Configure

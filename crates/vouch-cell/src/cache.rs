@@ -93,7 +93,13 @@ impl RunningCache {
             None => (None, None),
         };
         for (layer, stats) in [("Cython cache", &cython), ("repair cache", &repair)] {
-            let Some(c) = stats else { continue };
+            // A build with no repair step has nothing to say about the repair cache.
+            let Some(c) = stats
+                .as_ref()
+                .filter(|c| **c != vouch_build::LayerStats::default())
+            else {
+                continue;
+            };
             reporter.note(&format!(
                 "{layer}: {} hits, {} misses, {} stored{}",
                 c.hits,
