@@ -643,6 +643,32 @@ fn build_cell_uncached(
         .args(extra))
 }
 
+/// `vouch build --cell` of `source` into `<dir>/<out>`, at the work path `<dir>/work`, through
+/// ccache on the store `<dir>/store` in the scope the `scope` flags give; its JSON record.
+fn build_cell_cached(
+    dir: &Path,
+    profile: &Path,
+    source: &Path,
+    out: &str,
+    scope: &[&str],
+) -> serde_json::Value {
+    let r = run(vouch()
+        .args(["build", "--json", "--cell", &cell(), "--profile"])
+        .arg(profile)
+        .arg("--source")
+        .arg(source)
+        .arg("--out")
+        .arg(dir.join(out))
+        .arg("--work-dir")
+        .arg(dir.join("work"))
+        .args(["--cache", "ccache", "--cache-store"])
+        .arg(dir.join("store"))
+        .args(scope)
+        .args(["--sha", SHA]));
+    assert_eq!(r.code, 0, "{out}: {}", r.stderr);
+    r.json()
+}
+
 /// The fixture's nvcc, like the real one, names a module after the absolute path of the `.cu`
 /// it compiles. Builds under two cache directories (so two toolkit locations, two venvs), one
 /// through ccache and one without, give one wheel: the source is compiled at the canonical
@@ -745,23 +771,8 @@ fn a_pull_requests_cell_build_hits_mains_objects_across_toolkit_locations() {
     let profile = fixture().join("vouch.toml");
     let source = dir.path().join("checkout/minicupy");
     copy_dir(&fixture().join("source"), &source);
-    let build = |out: &str, scope: &[&str]| {
-        let r = run(vouch()
-            .args(["build", "--json", "--cell", &cell(), "--profile"])
-            .arg(&profile)
-            .arg("--source")
-            .arg(&source)
-            .arg("--out")
-            .arg(dir.path().join(out))
-            .arg("--work-dir")
-            .arg(dir.path().join("work"))
-            .args(["--cache", "ccache", "--cache-store"])
-            .arg(dir.path().join("store"))
-            .args(scope)
-            .args(["--sha", SHA]));
-        assert_eq!(r.code, 0, "{out}: {}", r.stderr);
-        r.json()
-    };
+    let build =
+        |out: &str, scope: &[&str]| build_cell_cached(dir.path(), &profile, &source, out, scope);
     let main = build("main", &["--event", "push", "--ref", "refs/heads/main"]);
     let pr = build(
         "pr",
@@ -818,23 +829,8 @@ fn a_cached_repair_gives_the_wheel_auditwheel_gives_and_keys_its_options() {
     std::fs::write(&pyproject, text).unwrap();
 
     let store = dir.path().join("store");
-    let build = |out: &str, scope: &[&str]| {
-        let r = run(vouch()
-            .args(["build", "--json", "--cell", &cell(), "--profile"])
-            .arg(&profile)
-            .arg("--source")
-            .arg(&source)
-            .arg("--out")
-            .arg(dir.path().join(out))
-            .arg("--work-dir")
-            .arg(dir.path().join("work"))
-            .args(["--cache", "ccache", "--cache-store"])
-            .arg(&store)
-            .args(scope)
-            .args(["--sha", SHA]));
-        assert_eq!(r.code, 0, "{out}: {}", r.stderr);
-        r.json()
-    };
+    let build =
+        |out: &str, scope: &[&str]| build_cell_cached(dir.path(), &profile, &source, out, scope);
     let repair = |json: &serde_json::Value| {
         let c = &json["cache"]["repair"];
         let n = |k: &str| {

