@@ -283,15 +283,21 @@ def _store_key(full_module_name, source: str, digest: str, kind: str = '') -> st
     return f'cython/v1/{safe}/{digest}{kind}'
 
 
-def _read_manifest(blob: bytes | None, translation: str) -> list[str] | None:
+def _manifest_field(blob: bytes | None, fmt: str, translation: str, field: str):
+    """``field`` of the manifest ``blob``, when it is one of format ``fmt`` written for
+    ``translation``; ``None`` otherwise (a manifest that is not is a miss)."""
     try:
         manifest = json.loads(blob) if blob is not None else None
     except ValueError:
         return None
-    if not isinstance(manifest, dict) or manifest.get('format') != FORMAT \
+    if not isinstance(manifest, dict) or manifest.get('format') != fmt \
             or manifest.get('translation') != translation:
         return None
-    deps = manifest.get('dependencies')
+    return manifest.get(field)
+
+
+def _read_manifest(blob: bytes | None, translation: str) -> list[str] | None:
+    deps = _manifest_field(blob, FORMAT, translation, 'dependencies')
     if not isinstance(deps, list) or not all(isinstance(d, str) for d in deps):
         return None
     return deps
@@ -618,14 +624,7 @@ def _repair_store_key(wheel: str, digest: str, kind: str = '') -> str:
 
 
 def _read_lookups(blob: bytes | None, translation: str) -> list | None:
-    try:
-        manifest = json.loads(blob) if blob is not None else None
-    except ValueError:
-        return None
-    if not isinstance(manifest, dict) or manifest.get('format') != REPAIR_FORMAT \
-            or manifest.get('translation') != translation:
-        return None
-    lookups = manifest.get('lookups')
+    lookups = _manifest_field(blob, REPAIR_FORMAT, translation, 'lookups')
     if not isinstance(lookups, list) or not all(
             isinstance(x, list) and len(x) == 2 and isinstance(x[0], str)
             and isinstance(x[1], list) and all(isinstance(d, str) for d in x[1])
