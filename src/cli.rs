@@ -736,7 +736,31 @@ pub struct AttestArgs {
     #[command(flatten)]
     pub claims: ClaimArgs,
     #[command(flatten)]
+    pub record: RecordArgs,
+    #[command(flatten)]
     pub common: Common,
+}
+
+/// Recording a bundle in GitHub's attestation store, where `gh attestation verify` and
+/// `vouch verify --github-attestations` find it by digest.
+#[derive(Args, Debug)]
+pub struct RecordArgs {
+    /// Also record the bundle in the run's repository's attestation store
+    /// (`POST /repos/{owner}/{repo}/attestations`, as actions/attest-build-provenance does).
+    /// Needs a keyless bundle whose certificate names that repository, and a token with
+    /// `attestations: write`.
+    #[arg(long)]
+    pub record_github: bool,
+    /// GitHub API base URL [default: $GITHUB_API_URL, else https://api.github.com].
+    #[arg(long, value_name = "URL", requires = "record_github")]
+    pub api_url: Option<String>,
+    /// File holding the GitHub token for --record-github. It is read, then deleted (unless
+    /// --keep-token-file), as soon as the command line is parsed.
+    #[arg(long, env = "GH_TOKEN_FILE", value_name = "FILE", value_parser = take_token_file)]
+    pub token_file: Option<TokenFile>,
+    /// Leave the --token-file in place.
+    #[arg(long, requires = "token_file")]
+    pub keep_token_file: bool,
 }
 
 /// Who signs, for `attest` and `pr-run sign`.

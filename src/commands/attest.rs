@@ -123,9 +123,87 @@ fn run_context(args: &ContextArgs, claims: &ClaimArgs) -> anyhow::Result<RunCont
     })
 }
 
+/// Where `--record-github` posts, checked before anything is signed: a bundle that could not
+/// be recorded should not cost a Fulcio certificate and a Rekor entry first.
+struct Recorder {
+    client: vouch_github::GithubClient,
+}
+
+impl Recorder {
+    fn new(args: &crate::cli::RecordArgs, key_signed: bool) -> anyhow::Result<Option<Recorder>> {
+        if !args.record_github {
+            return Ok(None);
+        }
+        if key_signed {
+            return Err(usage(
+                "--record-github needs a keyless (Sigstore) bundle: GitHub's attestation store and `gh attestation verify` take certificates, not keys",
+            ));
+        }
+        let Some(token) = &args.token_file else {
+            return Err(usage(
+                "--record-github needs a token with attestations: write: give --token-file FILE (or GH_TOKEN_FILE)",
+            ));
+        };
+        let api = args
+            .api_url
+            .clone()
+            .or_else(|| {
+                std::env::var("GITHUB_API_URL")
+                    .ok()
+                    .filter(|u| !u.is_empty())
+            })
+            .unwrap_or_else(|| vouch_github::DEFAULT_API_URL.to_owned());
+        Ok(Some(Recorder {
+            client: vouch_github::GithubClient::new(&api, Some(token.token.clone()))?,
+        }))
+    }
+
+    /// Records `bundle` in `ctx`'s repository, once its certificate is seen to name that
+    /// repository: GitHub would otherwise hold, under this repository, evidence about another.
+    fn record(
+        &self,
+        ctx: &RunContext,
+        bundle: &vouch_attest::Bundle,
+        json: &str,
+    ) -> anyhow::Result<u64> {
+        let want = format!("{}/{}", ctx.server_url, ctx.repository);
+        let claimed = vouch_verify::claimed_identity(bundle)?.and_then(|i| i.repository);
+        if claimed.as_deref() != Some(want.as_str()) {
+            return Err(vouch_verify::VerifyError::mismatch(
+                vouch_verify::ErrorKind::Policy,
+                "certificate source repository (OID .1.12) of the bundle to record",
+                &want,
+                claimed.as_deref(),
+            )
+            .into());
+        }
+        let value: serde_json::Value = serde_json::from_str(json)?;
+        let rt = crate::common::runtime()?;
+        Ok(rt.block_on(self.client.create_attestation(&ctx.repository, &value))?)
+    }
+}
+
+/// The `gh attestation verify` line that checks what was just recorded.
+fn gh_verify_line(
+    ctx: &RunContext,
+    file: &str,
+    predicate_type: &str,
+    signer: Option<&str>,
+) -> String {
+    let mut line = format!("gh attestation verify {file} --repo {}", ctx.repository);
+    if let Some(w) = signer {
+        line.push_str(&format!(" --signer-workflow {w}"));
+    }
+    if predicate_type != vouch_attest::PREDICATE_SLSA_V1 {
+        line.push_str(&format!(" --predicate-type {predicate_type}"));
+    }
+    line
+}
+
 pub fn run(args: AttestArgs) -> anyhow::Result<ExitCode> {
     let spec = args.signer.spec()?;
     let ctx = run_context(&args.context, &args.claims)?;
+    let recorder = Recorder::new(&args.record, !spec.kind().keyless)?;
     let mut subjects = Vec::new();
     for f in &args.files {
         let name = f.file_name().and_then(|n| n.to_str()).ok_or_else(|| {
@@ -149,13 +227,50 @@ pub fn run(args: AttestArgs) -> anyhow::Result<ExitCode> {
     let bundle = crate::common::runtime()?.block_on(signer.sign(&statement))?;
     let json = bundle.to_json_pretty().context("serializing the bundle")?;
     write_atomically(&args.out, json.as_bytes())?;
+    let recorded = match &recorder {
+        Some(r) => Some(r.record(&ctx, &bundle, &json).with_context(|| {
+            format!(
+                "recording the bundle in {}'s attestation store (the bundle itself is written to {})",
+                ctx.repository,
+                args.out.display()
+            )
+        })?),
+        None => None,
+    };
+    let signer = vouch_verify::claimed_identity(&bundle)
+        .ok()
+        .flatten()
+        .and_then(|i| i.san)
+        .and_then(|san| {
+            san.strip_prefix("https://")
+                .map(|s| s.split('@').next().unwrap_or(s).to_owned())
+        });
+    let first = statement
+        .subject
+        .first()
+        .map_or("FILE", |s| s.name.as_str());
+    let gh = gh_verify_line(&ctx, first, &statement.predicate_type, signer.as_deref());
     if args.common.json {
-        output::json(&serde_json::json!({ "bundle": args.out, "statement": statement }));
+        let mut doc = serde_json::json!({ "bundle": args.out, "statement": statement });
+        if let Some(id) = recorded {
+            doc["github_attestation"] = serde_json::json!({
+                "id": id,
+                "repository": ctx.repository,
+                "gh_verify": gh,
+            });
+        }
+        output::json(&doc);
     } else {
         for s in &statement.subject {
             output::data(format!("sha256:{}  {}", s.digest["sha256"], s.name));
         }
         output::data(format!("bundle: {}", args.out.display()));
+        if let Some(id) = recorded {
+            output::data(format!(
+                "recorded in {}'s attestation store as attestation {id}; check it with:\n  {gh}",
+                ctx.repository
+            ));
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

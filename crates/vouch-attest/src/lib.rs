@@ -14,6 +14,8 @@ pub use signer::{
     PAYLOAD_TYPE, SIGNERS, SignError, Signer, SignerError, SignerInputs, SignerKind, SignerSpec,
     UnknownSigner,
 };
+/// What every signer returns.
+pub use sigstore_types::Bundle;
 pub use statement::{Statement, Subject, pr_build_statement, signed_by, statement_for};
 pub use vouch_core::statement::{
     BUILD_TYPE, BuildRun, PREDICATE_PR_BUILD_V1, PREDICATE_SLSA_V1, PrBuildPredicate,

@@ -1,11 +1,12 @@
 //! A small async GitHub REST client for what vouch needs: resolve a workflow file to its id,
 //! list artifacts by exact name or by run, get a run, a repository and pull requests, download
-//! an artifact by id.
+//! an artifact by id; record and look up attestations (module `attestations`).
 //!
 //! The token never leaves this crate except as the `Authorization` header of requests to the
 //! API host: redirects are followed by hand, without credentials, and URLs are logged without
 //! their query (download URLs carry short-lived signatures there).
 
+mod attestations;
 mod models;
 
 use std::path::Path;
@@ -17,16 +18,23 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 use vouch_http::{HttpError, Redirects};
 
+pub use attestations::{
+    BULK_MAX_DIGESTS, BundleOrigin, StoredAttestation, check_digest, decode_blob,
+};
 pub use models::{
     Artifact, Owner, PullEnd, PullRequest, PullRequestRef, Repository, Run, RunRef, Workflow,
 };
 pub use vouch_http::{Download, ProgressFn, redact};
 
+/// The REST API version vouch sends by default. It still returns attestations' inline
+/// `bundle`; [`GithubClient::with_api_version`] can ask for a newer one.
 pub const API_VERSION: &str = "2022-11-28";
+/// The version that drops the listings' inline `bundle` (only `bundle_url` remains).
+pub const API_VERSION_NO_INLINE_BUNDLE: &str = "2026-03-10";
 /// GitHub's public API.
 pub const DEFAULT_API_URL: &str = "https://api.github.com";
 /// Pages of a listing followed at most (100 entries each).
-const MAX_PAGES: usize = 20;
+pub(crate) const MAX_PAGES: usize = 20;
 
 #[derive(Debug, thiserror::Error)]
 pub enum GithubError {
@@ -56,6 +64,7 @@ pub struct GithubClient {
     /// Plain-http redirect targets are accepted only on loopback (the tests' fake server).
     allow_http_loopback: bool,
     progress: Option<ProgressFn>,
+    api_version: &'static str,
 }
 
 impl GithubClient {
@@ -75,12 +84,19 @@ impl GithubClient {
             calls: AtomicU64::new(0),
             allow_http_loopback,
             progress: None,
+            api_version: API_VERSION,
         })
     }
 
     /// Reports artifact download progress to `f` (the library itself never prints).
     pub fn with_progress(mut self, f: ProgressFn) -> Self {
         self.progress = Some(f);
+        self
+    }
+
+    /// Sends `X-GitHub-Api-Version: version` instead of [`API_VERSION`].
+    pub fn with_api_version(mut self, version: &'static str) -> Self {
+        self.api_version = version;
         self
     }
 
@@ -99,7 +115,7 @@ impl GithubClient {
                 let mut req = c
                     .get(url)
                     .header("Accept", "application/vnd.github+json")
-                    .header("X-GitHub-Api-Version", API_VERSION);
+                    .header("X-GitHub-Api-Version", self.api_version);
                 if let Some(t) = &self.token {
                     req = req.bearer_auth(t.expose_secret());
                 }
@@ -323,7 +339,10 @@ impl GithubClient {
     }
 }
 
-fn parse<T: DeserializeOwned>(v: Value, url: impl FnOnce() -> String) -> Result<T, GithubError> {
+pub(crate) fn parse<T: DeserializeOwned>(
+    v: Value,
+    url: impl FnOnce() -> String,
+) -> Result<T, GithubError> {
     serde_json::from_value(v).map_err(|e| GithubError::Protocol {
         url: redact(&url()),
         reason: format!("unexpected answer: {e}"),
@@ -337,7 +356,7 @@ fn same_origin(a: &str, b: &str) -> bool {
     }
 }
 
-fn urlencode(s: &str) -> String {
+pub(crate) fn urlencode(s: &str) -> String {
     s.bytes()
         .map(|b| {
             if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {

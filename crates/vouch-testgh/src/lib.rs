@@ -7,8 +7,10 @@
 //!
 //! The store: `repository.json` (`GET /repos/{o}/{r}`), `workflows/<file>.json`,
 //! `runs/<id>.json`, `artifacts/<id>.json` + `<id>.zip` (listed by name and by run), and
-//! `pulls/<n>.json` (`GET pulls/{n}` and `GET pulls?head=owner:branch&state=`).
+//! `pulls/<n>.json` (`GET pulls/{n}` and `GET pulls?head=owner:branch&state=`). The
+//! attestation store ([`attestations`]) is kept in memory.
 
+pub mod attestations;
 pub mod cache;
 pub mod webhook;
 
@@ -42,6 +44,10 @@ pub struct Faults {
     /// `http://0.0.0.0:PORT`: plain http on a host that is not loopback by name, which still
     /// reaches this server, so a client that fails to refuse it really downloads.
     pub blob_base: Mutex<Option<String>>,
+    /// The owner is a user: the organization bulk listing answers 404.
+    pub owner_is_user: AtomicBool,
+    /// Attestation blob URLs answer 403, as expired SAS URLs do.
+    pub blobs_expired: AtomicBool,
 }
 
 pub struct FakeGithub {
@@ -52,6 +58,7 @@ pub struct FakeGithub {
     api_calls: Arc<AtomicU64>,
     blob_saw_auth: Arc<AtomicBool>,
     unauthorized: Arc<AtomicU64>,
+    st: St,
     shutdown: Option<tokio::sync::oneshot::Sender<()>>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
@@ -65,6 +72,9 @@ struct St {
     api_calls: Arc<AtomicU64>,
     blob_saw_auth: Arc<AtomicBool>,
     unauthorized: Arc<AtomicU64>,
+    attestations: Arc<Mutex<Vec<attestations::Recorded>>>,
+    attestation_lists: Arc<AtomicU64>,
+    attestation_bulks: Arc<AtomicU64>,
 }
 
 fn read(st: &St, rel: &str) -> Option<Value> {
@@ -390,6 +400,9 @@ impl FakeGithub {
             api_calls: Arc::new(AtomicU64::new(0)),
             blob_saw_auth: Arc::new(AtomicBool::new(false)),
             unauthorized: Arc::new(AtomicU64::new(0)),
+            attestations: Arc::default(),
+            attestation_lists: Arc::default(),
+            attestation_bulks: Arc::default(),
         };
         let (api_calls, blob_saw_auth, unauthorized) = (
             st.api_calls.clone(),
@@ -409,7 +422,20 @@ impl FakeGithub {
             .route("/repos/{o}/{r}/actions/runs/{id}", get(run))
             .route("/repos/{o}/{r}/actions/artifacts/{id}/{fmt}", get(download))
             .route("/blob/{id}", get(blob))
-            .with_state(st);
+            .route(
+                "/repos/{o}/{r}/attestations",
+                axum::routing::post(attestations::create),
+            )
+            .route(
+                "/repos/{o}/{r}/attestations/{digest}",
+                get(attestations::list),
+            )
+            .route(
+                "/{kind}/{owner}/attestations/bulk-list",
+                axum::routing::post(attestations::bulk),
+            )
+            .route("/attestation-blobs/{name}", get(attestations::blob))
+            .with_state(st.clone());
         let (tx, thread) = serve_on_thread(listener, app);
         FakeGithub {
             url,
@@ -419,6 +445,7 @@ impl FakeGithub {
             api_calls,
             blob_saw_auth,
             unauthorized,
+            st,
             shutdown: Some(tx),
             thread: Some(thread),
         }
@@ -434,6 +461,25 @@ impl FakeGithub {
 
     pub fn unauthorized(&self) -> u64 {
         self.unauthorized.load(Ordering::Relaxed)
+    }
+
+    /// Records `bundle` in `repo`'s attestation store as a POST would (another repository's
+    /// attestation, a decoy); its id.
+    pub fn record_attestation(&self, repo: &str, bundle: Value) -> u64 {
+        attestations::record(&self.st, repo, bundle).expect("a bundle with a DSSE statement")
+    }
+
+    /// Every attestation recorded so far, by POST or by [`Self::record_attestation`].
+    pub fn attestations(&self) -> Vec<attestations::Recorded> {
+        self.st.attestations.lock().unwrap().clone()
+    }
+
+    /// Per-digest listings and bulk listings answered so far.
+    pub fn attestation_lookups(&self) -> (u64, u64) {
+        (
+            self.st.attestation_lists.load(Ordering::Relaxed),
+            self.st.attestation_bulks.load(Ordering::Relaxed),
+        )
     }
 }
 

@@ -27,7 +27,7 @@ pub use policy_file::{PolicyFile, PolicyFileError, PolicySpec, ProjectPolicy};
 pub use pr_build::SIGNER_EVENT;
 pub use root::TrustRootSource;
 pub use trust::{Accept, Trust, TrustSpec, check_public_key};
-pub use verify::{Checks, Verified};
+pub use verify::{Checks, Verified, claimed_identity};
 pub use vouch_core::statement::{
     PREDICATE_PEP740, PREDICATE_PR_BUILD_V1, PrBuildPredicate, VouchClaims,
 };

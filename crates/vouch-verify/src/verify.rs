@@ -89,6 +89,23 @@ fn dsse_payload(bundle: &Bundle) -> Result<&[u8], VerifyError> {
     }
 }
 
+/// The identity `bundle`'s certificate claims, read without verifying anything (`None` for a
+/// key-signed bundle). Only for a signer's checks on the bundle it just made, e.g. that it
+/// names the repository whose attestation store it is about to be recorded in.
+pub fn claimed_identity(bundle: &Bundle) -> Result<Option<SignerIdentity>, VerifyError> {
+    let Some(cert) = bundle.signing_certificate() else {
+        return Ok(None);
+    };
+    let info = sigstore_crypto::parse_certificate_info(cert).map_err(|e| {
+        VerifyError::with_source(
+            ErrorKind::Certificate,
+            "the signing certificate cannot be parsed",
+            e,
+        )
+    })?;
+    Ok(Some(SignerIdentity::from_certificate(&info)))
+}
+
 /// Verifies keyless (certificate) bundles against one trust root. Build once, use for many
 /// files: loading the root and its keys is the expensive part.
 pub(crate) struct Verifier {
