@@ -699,7 +699,7 @@ pub fn parse_event_name(s: &str) -> Result<String, String> {
 
 #[derive(Args, Debug)]
 #[command(group(clap::ArgGroup::new("subject").required(true).args(["file", "digest"])))]
-#[command(group(clap::ArgGroup::new("evidence").required(true).args(["bundle", "attestation", "provenance"])))]
+#[command(group(clap::ArgGroup::new("evidence").required(true).args(["bundle", "attestation", "provenance", "github_attestations"])))]
 pub struct VerifyArgs {
     /// The file to verify (wheel, sdist, anything).
     pub file: Option<PathBuf>,
@@ -715,6 +715,13 @@ pub struct VerifyArgs {
     /// PyPI provenance object (the integrity API's response).
     #[arg(long, value_name = "FILE")]
     pub provenance: Option<PathBuf>,
+    /// Look the evidence up by digest in this repository's GitHub attestation store; every
+    /// stored attestation is verified, the first that passes is used, and the others are
+    /// reported.
+    #[arg(long, value_name = "OWNER/NAME")]
+    pub github_attestations: Option<String>,
+    #[command(flatten)]
+    pub github: GithubAccessArgs,
     #[command(flatten)]
     pub policy: PolicyArgs,
     #[command(flatten)]
@@ -751,16 +758,43 @@ pub struct RecordArgs {
     /// `attestations: write`.
     #[arg(long)]
     pub record_github: bool,
+    #[command(flatten)]
+    pub github: GithubAccessArgs,
+}
+
+/// How `attest --record-github` and `verify --github-attestations` reach GitHub's API.
+#[derive(Args, Debug)]
+pub struct GithubAccessArgs {
     /// GitHub API base URL [default: $GITHUB_API_URL, else https://api.github.com].
-    #[arg(long, value_name = "URL", requires = "record_github")]
+    #[arg(long, value_name = "URL")]
     pub api_url: Option<String>,
-    /// File holding the GitHub token for --record-github. It is read, then deleted (unless
-    /// --keep-token-file), as soon as the command line is parsed.
+    /// File holding the GitHub token. It is read, then deleted (unless --keep-token-file), as
+    /// soon as the command line is parsed. Reading a public repository's attestations needs
+    /// none; recording one needs `attestations: write`.
     #[arg(long, env = "GH_TOKEN_FILE", value_name = "FILE", value_parser = take_token_file)]
     pub token_file: Option<TokenFile>,
     /// Leave the --token-file in place.
     #[arg(long, requires = "token_file")]
     pub keep_token_file: bool,
+}
+
+impl GithubAccessArgs {
+    /// A client for the API these flags name (`$GITHUB_API_URL` in Actions).
+    pub fn client(&self) -> anyhow::Result<vouch_github::GithubClient> {
+        let api = self
+            .api_url
+            .clone()
+            .or_else(|| {
+                std::env::var("GITHUB_API_URL")
+                    .ok()
+                    .filter(|u| !u.is_empty())
+            })
+            .unwrap_or_else(|| vouch_github::DEFAULT_API_URL.to_owned());
+        Ok(vouch_github::GithubClient::new(
+            &api,
+            self.token_file.as_ref().map(|t| t.token.clone()),
+        )?)
+    }
 }
 
 /// Who signs, for `attest` and `pr-run sign`.
@@ -968,6 +1002,14 @@ pub struct FetchArgs {
     /// Runner environment the build must have used (`any` to accept all).
     #[arg(long, default_value = "github-hosted")]
     pub runner: String,
+    /// Find evidence by digest in this repository's GitHub attestation store
+    /// (`GET /repos/{owner}/{repo}/attestations/sha256:<hex>`) for a wheel its artifact
+    /// carries no bundle for; every stored attestation is verified and the ones that fail are
+    /// reported. A push build's artifact is then also found under another name, among the
+    /// artifacts of the build's runs at the commit.
+    #[arg(long, value_name = "OWNER/NAME", conflicts_with = "store")]
+    pub github_attestations: Option<String>,
+    /// Print the report (or the failure) as JSON.
     #[arg(long)]
     pub json: bool,
 }

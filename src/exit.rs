@@ -181,6 +181,7 @@ pub fn failure_status(e: &vouch_fetch::FetchError) -> Status {
             Status::Download
         }
         FetchError::Trust(e) => verify_status(e.kind),
+        FetchError::NoAttestationStore => Status::Usage,
         FetchError::Io { .. } => Status::Io,
     }
 }

@@ -139,33 +139,20 @@ impl Recorder {
                 "--record-github needs a keyless (Sigstore) bundle: GitHub's attestation store and `gh attestation verify` take certificates, not keys",
             ));
         }
-        let Some(token) = &args.token_file else {
+        if args.github.token_file.is_none() {
             return Err(usage(
                 "--record-github needs a token with attestations: write: give --token-file FILE (or GH_TOKEN_FILE)",
             ));
-        };
-        let api = args
-            .api_url
-            .clone()
-            .or_else(|| {
-                std::env::var("GITHUB_API_URL")
-                    .ok()
-                    .filter(|u| !u.is_empty())
-            })
-            .unwrap_or_else(|| vouch_github::DEFAULT_API_URL.to_owned());
+        }
         Ok(Some(Recorder {
-            client: vouch_github::GithubClient::new(&api, Some(token.token.clone()))?,
+            client: args.github.client()?,
         }))
     }
 
-    /// Records `bundle` in `ctx`'s repository, once its certificate is seen to name that
-    /// repository: GitHub would otherwise hold, under this repository, evidence about another.
-    fn record(
-        &self,
-        ctx: &RunContext,
-        bundle: &vouch_attest::Bundle,
-        json: &str,
-    ) -> anyhow::Result<u64> {
+    /// Whether `bundle` may be recorded in `ctx`'s repository: its certificate must name that
+    /// repository, or GitHub would hold, under this repository, evidence about another.
+    /// Checked before the bundle is written, so a refusal leaves nothing behind.
+    fn check(&self, ctx: &RunContext, bundle: &vouch_attest::Bundle) -> anyhow::Result<()> {
         let want = format!("{}/{}", ctx.server_url, ctx.repository);
         let claimed = vouch_verify::claimed_identity(bundle)?.and_then(|i| i.repository);
         if claimed.as_deref() != Some(want.as_str()) {
@@ -177,6 +164,11 @@ impl Recorder {
             )
             .into());
         }
+        Ok(())
+    }
+
+    /// `POST /repos/{repo}/attestations`: the id GitHub gave the record.
+    fn record(&self, ctx: &RunContext, json: &str) -> anyhow::Result<u64> {
         let value: serde_json::Value = serde_json::from_str(json)?;
         let rt = crate::common::runtime()?;
         Ok(rt.block_on(self.client.create_attestation(&ctx.repository, &value))?)
@@ -226,9 +218,12 @@ pub fn run(args: AttestArgs) -> anyhow::Result<ExitCode> {
     let signer = args.signer.build(&spec)?;
     let bundle = crate::common::runtime()?.block_on(signer.sign(&statement))?;
     let json = bundle.to_json_pretty().context("serializing the bundle")?;
+    if let Some(r) = &recorder {
+        r.check(&ctx, &bundle)?;
+    }
     write_atomically(&args.out, json.as_bytes())?;
     let recorded = match &recorder {
-        Some(r) => Some(r.record(&ctx, &bundle, &json).with_context(|| {
+        Some(r) => Some(r.record(&ctx, &json).with_context(|| {
             format!(
                 "recording the bundle in {}'s attestation store (the bundle itself is written to {})",
                 ctx.repository,

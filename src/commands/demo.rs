@@ -116,6 +116,7 @@ fn publish_and_install(
             accept: vouch_verify::Accept::Key(public_key.to_owned()),
         },
         runner: Some("local".into()),
+        attestation_store: None,
     };
     let source = vouch_fetch::LocalStore { root: store };
     let rt = crate::common::runtime()?;

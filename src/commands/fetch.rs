@@ -151,6 +151,7 @@ impl FetchArgs {
                 accept,
             },
             runner: (self.runner != "any").then(|| self.runner.clone()),
+            attestation_store: self.github_attestations.clone(),
         })
     }
 }
@@ -223,6 +224,26 @@ fn print_report(r: &FetchReport) {
             rej.run_id.map_or("?".into(), |x| x.to_string()),
             rej.reason
         ));
+    }
+    for a in &r.attestation_store {
+        output::note(match (&a.reason, a.accepted) {
+            (_, true) => format!(
+                "{}: evidence from the attestation store (attestation #{}, {:?})",
+                a.subject,
+                a.index,
+                a.origin.map_or("?".into(), |o| format!("{o:?}"))
+            ),
+            (Some(why), false) => format!(
+                "{}: ignored stored attestation #{} (repository id {}): {why}",
+                a.subject,
+                a.index,
+                a.repository_id.map_or("?".into(), |i| i.to_string())
+            ),
+            (None, false) => format!(
+                "{}: stored attestation #{} also verifies (not needed)",
+                a.subject, a.index
+            ),
+        });
     }
     for w in &r.wheels {
         output::data(format!("{}  {}", w.sha256, w.path.display()));

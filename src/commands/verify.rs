@@ -15,6 +15,57 @@ struct Failure<'a> {
     message: String,
     /// What lies under `message`, outermost first: the parser's or sigstore's own words.
     causes: Vec<String>,
+    /// With `--github-attestations`: what became of each stored attestation.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    attestation_store: Option<&'a Vec<vouch_fetch::StoreReport>>,
+}
+
+/// Every attestation `repo`'s store holds for `digest`, each verified under `policy`: the
+/// first that passes, or the first failure (exit status by its kind). None at all is a
+/// bundle failure: there is no evidence.
+fn from_store(
+    args: &VerifyArgs,
+    repo: &str,
+    digest: &vouch_core::Sha256Digest,
+    policy: &vouch_verify::Policy,
+    trust: vouch_verify::TrustSpec,
+    report: &mut Vec<vouch_fetch::StoreReport>,
+) -> anyhow::Result<Result<Vec<Verified>, VerifyError>> {
+    // Loaded first: an unusable root or key fails before any request.
+    let trust = match trust.load() {
+        Ok(t) => t,
+        Err(e) => return Ok(Err(e)),
+    };
+    let client = args.github.client()?;
+    let rt = crate::common::runtime()?;
+    let stored = rt.block_on(client.attestations(
+        repo,
+        &digest.to_string(),
+        Some(policy.predicate_type.as_str()),
+    ))?;
+    let (found, reports, error) = vouch_fetch::judge(&digest.to_string(), &stored, |i, bundle| {
+        let evidence = parse_evidence(&bundle.to_string(), &format!("{repo} attestation #{i}"))?;
+        evidence
+            .iter()
+            .map(|e| trust.verify(digest, e, policy))
+            .collect::<Result<Vec<_>, _>>()
+    });
+    *report = reports;
+    Ok(match (found, error) {
+        (Some(all), _) => Ok(all),
+        (None, Some(e)) => Err(VerifyError::new(
+            e.kind,
+            format!(
+                "none of the {} attestation(s) {repo}'s store holds for {digest} passed: {}",
+                stored.len(),
+                vouch_fetch::ignored_summary(report)
+            ),
+        )),
+        (None, None) => Err(VerifyError::new(
+            vouch_verify::ErrorKind::Bundle,
+            format!("no evidence: {repo}'s attestation store holds no attestation for {digest}"),
+        )),
+    })
 }
 
 /// The error's causes, each once: sigstore errors are wrapped with their own text as message,
@@ -46,21 +97,38 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
         (None, Some(d)) => d,
         (None, None) => unreachable!("clap requires one"),
     };
-    let evidence_path = args
-        .bundle
-        .as_ref()
-        .or(args.attestation.as_ref())
-        .or(args.provenance.as_ref())
-        .expect("clap requires one");
-    let text = read_regular_to_string(evidence_path)?;
-    let result = (|| -> Result<Vec<Verified>, VerifyError> {
-        let evidence = parse_evidence(&text, &evidence_path.display().to_string())?;
-        let trust = trust.load()?;
-        evidence
-            .iter()
-            .map(|e| trust.verify(&digest, e, &policy))
-            .collect()
-    })();
+    let mut store_report = Vec::new();
+    let (evidence_name, result) = if let Some(repo) = &args.github_attestations {
+        let name = format!("{repo}'s attestation store");
+        let result = from_store(&args, repo, &digest, &policy, trust, &mut store_report)?;
+        (name, result)
+    } else {
+        let evidence_path = args
+            .bundle
+            .as_ref()
+            .or(args.attestation.as_ref())
+            .or(args.provenance.as_ref())
+            .expect("clap requires one");
+        let text = read_regular_to_string(evidence_path)?;
+        let result = (|| -> Result<Vec<Verified>, VerifyError> {
+            let evidence = parse_evidence(&text, &evidence_path.display().to_string())?;
+            let trust = trust.load()?;
+            evidence
+                .iter()
+                .map(|e| trust.verify(&digest, e, &policy))
+                .collect()
+        })();
+        (evidence_path.display().to_string(), result)
+    };
+    for r in &store_report {
+        if let (false, Some(why)) = (r.accepted, &r.reason) {
+            output::note(format!(
+                "ignored stored attestation #{} (repository id {}): {why}",
+                r.index,
+                r.repository_id.map_or("?".into(), |i| i.to_string())
+            ));
+        }
+    }
     match result {
         Ok(all) => {
             let shown = args
@@ -73,7 +141,11 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
                 all.len()
             ));
             if args.common.json {
-                output::json(&serde_json::json!({ "verified": true, "results": all }));
+                let mut doc = serde_json::json!({ "verified": true, "results": all });
+                if args.github_attestations.is_some() {
+                    doc["attestation_store"] = serde_json::json!(store_report);
+                }
+                output::json(&doc);
             } else {
                 let what = args.file.as_ref().map_or_else(
                     || digest.to_string(),
@@ -88,7 +160,7 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
         Err(e) => {
             output::step_summary(&format!(
                 "| vouch verify | `{}` | **FAILED** ({}): {} |\n",
-                evidence_path.display(),
+                evidence_name,
                 e.kind.as_str(),
                 e.message.replace('|', "\\|")
             ));
@@ -98,12 +170,10 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
                     kind: e.kind.as_str(),
                     message: e.message.clone(),
                     causes: causes(&e),
+                    attestation_store: args.github_attestations.as_ref().map(|_| &store_report),
                 });
             }
-            Err(anyhow::Error::new(e).context(format!(
-                "verification of {} failed",
-                evidence_path.display()
-            )))
+            Err(anyhow::Error::new(e).context(format!("verification of {evidence_name} failed")))
         }
     }
 }

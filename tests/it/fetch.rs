@@ -10,21 +10,21 @@ use serde_json::Value;
 use vouch_testgh::FakeGithub;
 use vouch_testsig::{GithubClaims, LocalSigstore};
 
-const REPO: &str = "cupy/cupy";
-const HEAD: &str = "1111111111111111111111111111111111111111";
-const TOKEN: &str = "ghp_TestTokenThatMustNeverAppear0123456789";
+pub(crate) const REPO: &str = "cupy/cupy";
+pub(crate) const HEAD: &str = "1111111111111111111111111111111111111111";
+pub(crate) const TOKEN: &str = "ghp_TestTokenThatMustNeverAppear0123456789";
 const WF_ID: u64 = 161335;
 const WHEEL: &str = "cupy_cuda13x-14.2.0-cp312-cp312-manylinux_2_28_x86_64.whl";
 
-struct World {
-    dir: tempfile::TempDir,
-    sigstore: LocalSigstore,
-    store: PathBuf,
-    root: PathBuf,
+pub(crate) struct World {
+    pub dir: tempfile::TempDir,
+    pub sigstore: LocalSigstore,
+    pub store: PathBuf,
+    pub root: PathBuf,
 }
 
 /// Claims for a build of `cupy/cupy` by `workflow` (file name), as `event`.
-fn claims(event: &str, workflow: &str, run: u64) -> GithubClaims {
+pub(crate) fn claims(event: &str, workflow: &str, run: u64) -> GithubClaims {
     let mut c = GithubClaims::push(REPO, HEAD);
     c.event_name = event.into();
     c.workflow_ref = format!("{REPO}/.github/workflows/{workflow}@{}", c.git_ref);
@@ -34,7 +34,7 @@ fn claims(event: &str, workflow: &str, run: u64) -> GithubClaims {
 }
 
 impl World {
-    fn new() -> World {
+    pub(crate) fn new() -> World {
         let dir = tempdir();
         let sigstore = LocalSigstore::start();
         let root = dir.path().join("trusted_root.json");
@@ -49,7 +49,7 @@ impl World {
     }
 
     /// A wheel (bytes) and its keyless bundle, signed as the run described by `c`.
-    fn signed(&self, tag: &str, c: &GithubClaims, data: &[u8]) -> (PathBuf, PathBuf) {
+    pub(crate) fn signed(&self, tag: &str, c: &GithubClaims, data: &[u8]) -> (PathBuf, PathBuf) {
         let d = self.dir.path().join(format!("build-{tag}"));
         std::fs::create_dir_all(&d).unwrap();
         let wheel = d.join(WHEEL);
@@ -69,7 +69,7 @@ impl World {
     }
 
     /// Publishes `files` as artifact `name` of push run `run_id` of the build workflow.
-    fn publish(&self, name: &str, run_id: u64, files: &[PathBuf]) -> u64 {
+    pub(crate) fn publish(&self, name: &str, run_id: u64, files: &[PathBuf]) -> u64 {
         let info = vouch_fetch::RunInfo {
             repo: REPO.into(),
             run_id,
@@ -153,7 +153,7 @@ impl World {
         r
     }
 
-    fn github(&self) -> FakeGithub {
+    pub(crate) fn github(&self) -> FakeGithub {
         FakeGithub::start(self.store.clone(), TOKEN)
     }
 
@@ -170,7 +170,7 @@ impl World {
     }
 }
 
-fn rand_suffix() -> String {
+pub(crate) fn rand_suffix() -> String {
     use std::sync::atomic::{AtomicU32, Ordering};
     static N: AtomicU32 = AtomicU32::new(0);
     N.fetch_add(1, Ordering::Relaxed).to_string()
@@ -195,7 +195,7 @@ const PUSH: &[&str] = &[
     "cuda13x-py3.12-linux-64",
 ];
 
-fn assert_nothing_written(out: &Path) {
+pub(crate) fn assert_nothing_written(out: &Path) {
     assert!(
         !out.exists() || std::fs::read_dir(out).unwrap().next().is_none(),
         "nothing may be written on failure"

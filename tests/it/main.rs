@@ -9,6 +9,7 @@
 
 mod common;
 
+mod attestations;
 mod audit;
 mod build;
 mod cache;

@@ -24,7 +24,12 @@ pub(crate) fn commit(
         let bundle_dest = out.join(format!("{}.sigstore.json", name.to_string_lossy()));
         // Exclusive temp file + rename: a link planted at any name in `out` is never
         // written through.
-        for (from, to) in [(&f.pair.bundle, &bundle_dest), (&f.pair.wheel, &dest)] {
+        let bundle = f
+            .pair
+            .bundle
+            .as_ref()
+            .expect("verified pairs have a bundle");
+        for (from, to) in [(bundle, &bundle_dest), (&f.pair.wheel, &dest)] {
             vouch_fs::copy_atomically(from, to, vouch_fs::Mode::Public).map_err(|e| {
                 FetchError::Io {
                     path: to.clone(),

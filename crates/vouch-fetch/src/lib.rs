@@ -9,12 +9,14 @@
 //! names the build run and the `/test` request (see [`Expectation::signed_by_signer`]).
 //!
 //! [`fetch`] runs the design's stages, one module each, for each candidate until one passes:
-//! `locate` → `wait` → `pin` → `download` → `extract` → `pair` → `verify` → `commit`. A candidate that
+//! `locate` → `wait` → `pin` → `download` → `extract` → `pair` → `by_digest` → `verify` →
+//! `commit` (`by_digest` only with [`VerifyConfig::attestation_store`]). A candidate that
 //! fails a stage is recorded as a [`Rejection`] and the next one is tried; nothing reaches
 //! `out` before `commit`. Artifacts come from any [`ArtifactSource`] (see `source/`).
 //! [`pip_install_verified`] hands the committed wheels to pip; with extras,
 //! [`plan_dependencies`] and [`pip_install_dependencies`] install what they require, apart.
 
+mod by_digest;
 mod commit;
 mod download;
 mod extract;
@@ -34,6 +36,7 @@ use serde::Serialize;
 use vouch_core::Sha256Digest;
 use vouch_verify::{Trust, TrustSpec, Verified, VerifyError};
 
+pub use by_digest::{StoreReport, ignored_summary, judge};
 pub use download::{Downloaded, download_zip};
 pub use extract::{ExtractLimits, extract_safely};
 pub use install::{
@@ -108,6 +111,11 @@ pub struct VerifyConfig {
     pub trust: TrustSpec,
     /// `None` accepts any runner.
     pub runner: Option<String>,
+    /// `owner/name` whose GitHub attestation store supplies evidence by digest for a wheel its
+    /// artifact carries no bundle for. With it, a push build's artifact is also found when it
+    /// has another name: every artifact of the build's runs at the commit is a candidate, and
+    /// only a wheel of the expected cell, signed as that artifact, can pass.
+    pub attestation_store: Option<String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -128,6 +136,10 @@ pub enum FetchError {
         #[source]
         source: Box<dyn std::error::Error + Send + Sync>,
     },
+    #[error(
+        "this artifact source has no attestation store to look evidence up in (use the github source)"
+    )]
+    NoAttestationStore,
     #[error("local artifact store {path:?}: {reason}")]
     Store { path: PathBuf, reason: String },
     #[error("file I/O on {path:?}")]
@@ -202,6 +214,9 @@ pub struct FetchReport {
     pub wheels: Vec<FetchedWheel>,
     pub rejected: Vec<Rejection>,
     pub api_calls: u64,
+    /// The stored attestations looked at for the wheels that came without a bundle.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub attestation_store: Vec<StoreReport>,
 }
 
 fn reject(
@@ -247,7 +262,7 @@ pub async fn fetch(
     out: &Path,
 ) -> Result<FetchReport, FetchError> {
     let deadline = Instant::now() + exp.wait_for_run;
-    let located = locate::locate(source, exp).await?;
+    let located = locate::locate(source, exp, cfg.attestation_store.is_some()).await?;
     let trust = cfg.trust.load().map_err(FetchError::Trust)?;
     let run = Fetch {
         source,
@@ -255,13 +270,14 @@ pub async fn fetch(
         cfg,
         trust: &trust,
         producer: &located.producer,
+        by_run: !located.named,
         out,
         deadline,
     };
     let mut rejected = Vec::new();
     for artifact in &located.candidates {
         match run.candidate(artifact).await {
-            Ok((run_id, wheels)) => {
+            Ok((run_id, wheels, attestation_store)) => {
                 return Ok(FetchReport {
                     artifact_name: exp.artifact_name.clone(),
                     artifact_id: artifact.id,
@@ -269,6 +285,7 @@ pub async fn fetch(
                     wheels,
                     rejected,
                     api_calls: source.api_calls(),
+                    attestation_store,
                 });
             }
             Err(Stop::Reject(r)) => {
@@ -291,6 +308,8 @@ struct Fetch<'a> {
     cfg: &'a VerifyConfig,
     trust: &'a Trust,
     producer: &'a Producer,
+    /// The candidates were found by run, not by name: each must show it is the expected one.
+    by_run: bool,
     out: &'a Path,
     /// When waiting for a producing run to complete stops, for all candidates together.
     deadline: Instant,
@@ -299,7 +318,10 @@ struct Fetch<'a> {
 impl Fetch<'_> {
     /// Every stage after locate, for one candidate: its run id and the wheels written to
     /// `out`.
-    async fn candidate(&self, artifact: &Artifact) -> Result<(u64, Vec<FetchedWheel>), Stop> {
+    async fn candidate(
+        &self,
+        artifact: &Artifact,
+    ) -> Result<(u64, Vec<FetchedWheel>, Vec<StoreReport>), Stop> {
         let (source, exp) = (self.source, self.exp);
         let id = artifact.id;
         let run_id = locate::screen(artifact, exp)?;
@@ -320,11 +342,25 @@ impl Fetch<'_> {
             &ExtractLimits::default(),
         )
         .map_err(|reason| reject(id, Some(run_id), RejectKind::Archive, reason))?;
-        let pairs = pair::pair(&files)
+        let store = self.cfg.attestation_store.as_deref();
+        let mut pairs = pair::pair(&files, store.is_some())
             .map_err(|e| reject(id, Some(run_id), RejectKind::Verify, e.to_string()))?;
+        if self.by_run {
+            locate::of_expected_cell(&pairs, exp)
+                .map_err(|reason| reject(id, Some(run_id), RejectKind::Pin, reason))?;
+        }
+        let mut reports = Vec::new();
+        if let Some(store) = store {
+            self.bundles_by_digest(store, &mut pairs, id, run_id, dl.work.path(), &mut reports)
+                .await?;
+        }
         let verified =
             verify::verify_all(pairs, id, exp, run_id, self.producer, self.cfg, self.trust)?;
-        Ok((run_id, commit::commit(self.out, verified)?))
+        if self.by_run {
+            locate::signed_as_expected(&verified, exp)
+                .map_err(|reason| reject(id, Some(run_id), RejectKind::Verify, reason))?;
+        }
+        Ok((run_id, commit::commit(self.out, verified)?, reports))
     }
 }
 

@@ -1,7 +1,12 @@
 //! Locate: the candidates for the expected artifact name (a lookup hint only), newest first,
 //! and the cheap rejections the listing alone allows.
 
+use vouch_core::ArtifactName;
 use vouch_github::{Artifact, GithubError};
+use vouch_wheel::WheelFilename;
+
+use crate::pair::Pair;
+use crate::verify::VerifiedFile;
 
 use crate::{
     ArtifactSource, Expectation, FetchError, PinError, Producer, RejectKind, Rejection, reject,
@@ -11,11 +16,18 @@ pub(crate) struct Located {
     /// Who must have uploaded the artifact, as the source knows it.
     pub producer: Producer,
     pub candidates: Vec<Artifact>,
+    /// Whether the candidates carry the expected name (else they were found by run).
+    pub named: bool,
 }
 
+/// The candidates. With `past_names` (evidence is found by digest), a push build whose
+/// artifact is listed under no expected name is looked for among the artifacts of the build
+/// workflow's successful runs at the commit: a renamed artifact is still the build's. A
+/// pull-request build's signer run is of the default branch's head, so only its name finds it.
 pub(crate) async fn locate(
     source: &dyn ArtifactSource,
     exp: &Expectation,
+    past_names: bool,
 ) -> Result<Located, FetchError> {
     let workflow = source.workflow(&exp.repo, exp.producing_workflow()).await?;
     // A signer counts only when it runs the default branch's workflow file; which branch that
@@ -35,6 +47,13 @@ pub(crate) async fn locate(
     let mut candidates = source
         .artifacts_named(&exp.repo, &exp.artifact_name)
         .await?;
+    let named = !(candidates.is_empty() && past_names && !exp.signed_by_signer());
+    if !named {
+        tracing::info!(name = %exp.artifact_name, "no artifact has the name; looking at the build's runs at the commit");
+        candidates = source
+            .artifacts_of_runs(&exp.repo, workflow.id, &exp.event, &exp.sha)
+            .await?;
+    }
     // Newest first: a re-run's artifact supersedes the first attempt's.
     candidates.sort_by(|a, b| (&b.created_at, b.id).cmp(&(&a.created_at, a.id)));
     Ok(Located {
@@ -43,7 +62,52 @@ pub(crate) async fn locate(
             default_branch,
         },
         candidates,
+        named,
     })
+}
+
+/// A candidate found by run holds only wheels of the expected artifact's distribution, Python
+/// and platform: another cell's artifact of the same run is not the one asked for.
+pub(crate) fn of_expected_cell(pairs: &[Pair], exp: &Expectation) -> Result<(), String> {
+    let want: ArtifactName = exp.artifact_name.parse().map_err(|e| {
+        format!(
+            "the expected name {:?} is not an artifact name, so a candidate found by run cannot be matched to it: {e}",
+            exp.artifact_name
+        )
+    })?;
+    for p in pairs {
+        let name = p
+            .wheel
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let fits = name.parse::<WheelFilename>().is_ok_and(|w| {
+            w.normalized_name() == want.dist && w.fits_cell(want.python, want.platform)
+        });
+        if !fits {
+            return Err(format!(
+                "found by run, and {name} is not a wheel of {}'s distribution, Python and platform",
+                exp.artifact_name
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// A candidate found by run whose statement names its artifact must name the expected one:
+/// the signed claim stands in for the name nobody signed.
+pub(crate) fn signed_as_expected(files: &[VerifiedFile], exp: &Expectation) -> Result<(), String> {
+    for f in files {
+        if let Some(claimed) = &f.verified.statement.claims.artifact_name
+            && claimed != &exp.artifact_name
+        {
+            return Err(format!(
+                "found by run, and its statement claims artifact {claimed:?}, not {:?}",
+                exp.artifact_name
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// The run `artifact` names, unless the listing already rules it out. The listing names the

@@ -5,7 +5,8 @@ use std::path::PathBuf;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Pair {
     pub wheel: PathBuf,
-    pub bundle: PathBuf,
+    /// `None` only when evidence may be found by digest instead (see `by_digest`).
+    pub bundle: Option<PathBuf>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -21,8 +22,9 @@ pub(crate) enum PairError {
 
 /// Each wheel with its bundle, by the rule `audit` follows too ([`vouch_verify::bundle_for`]):
 /// its own `<wheel>.sigstore.json`, or the one named after its artifact, or else the
-/// artifact's only bundle (one bundle may cover several wheels).
-pub(crate) fn pair(files: &[PathBuf]) -> Result<Vec<Pair>, PairError> {
+/// artifact's only bundle (one bundle may cover several wheels). With `by_digest`, a wheel
+/// without one is paired with none, for the attestation store to supply.
+pub(crate) fn pair(files: &[PathBuf], by_digest: bool) -> Result<Vec<Pair>, PairError> {
     let wheels: Vec<&PathBuf> = files
         .iter()
         .filter(|f| f.extension().is_some_and(|x| x == "whl"))
@@ -36,7 +38,11 @@ pub(crate) fn pair(files: &[PathBuf]) -> Result<Vec<Pair>, PairError> {
             |w| match vouch_verify::bundle_for(w, files, vouch_verify::BundleScope::Artifact) {
                 Ok(Some(bundle)) => Ok(Pair {
                     wheel: w.clone(),
-                    bundle,
+                    bundle: Some(bundle),
+                }),
+                Ok(None) if by_digest => Ok(Pair {
+                    wheel: w.clone(),
+                    bundle: None,
                 }),
                 Ok(None) => Err(PairError::NoBundle(w.clone())),
                 Err(e) => Err(PairError::Ambiguous(e.to_string())),
@@ -54,7 +60,7 @@ mod tests {
         let p = |names: &[&str]| names.iter().map(PathBuf::from).collect::<Vec<_>>();
         let ok = |w: &str, b: &str| Pair {
             wheel: w.into(),
-            bundle: b.into(),
+            bundle: Some(b.into()),
         };
         type Case<'a> = (&'a [&'a str], Result<Vec<Pair>, PairError>);
         let cases: &[Case] = &[
@@ -97,7 +103,15 @@ mod tests {
             ),
         ];
         for (files, want) in cases {
-            assert_eq!(&pair(&p(files)), want, "{files:?}");
+            assert_eq!(&pair(&p(files), false), want, "{files:?}");
         }
+        // Looking up by digest: a wheel without a bundle waits for the store's.
+        assert_eq!(
+            pair(&p(&["x/a.whl"]), true),
+            Ok(vec![Pair {
+                wheel: "x/a.whl".into(),
+                bundle: None
+            }])
+        );
     }
 }

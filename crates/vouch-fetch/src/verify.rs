@@ -31,8 +31,16 @@ pub(crate) fn verify_all(
     let policy = policy_for(exp, run_id, producer, cfg);
     pairs
         .into_iter()
-        .map(
-            |pair| match verify_wheel(&pair.wheel, &pair.bundle, exp, &policy, trust) {
+        .map(|pair| {
+            match verify_wheel(
+                &pair.wheel,
+                pair.bundle
+                    .as_deref()
+                    .expect("by_digest gave every pair a bundle"),
+                exp,
+                &policy,
+                trust,
+            ) {
                 Ok((sha256, verified)) => Ok(VerifiedFile {
                     pair,
                     sha256,
@@ -53,12 +61,17 @@ pub(crate) fn verify_all(
                     r.verify_kind = Some(e.kind);
                     Err(r)
                 }
-            },
-        )
+            }
+        })
         .collect()
 }
 
-fn policy_for(exp: &Expectation, run_id: u64, producer: &Producer, cfg: &VerifyConfig) -> Policy {
+pub(crate) fn policy_for(
+    exp: &Expectation,
+    run_id: u64,
+    producer: &Producer,
+    cfg: &VerifyConfig,
+) -> Policy {
     let common = Policy {
         repository: Some(exp.repo.clone()),
         run_id: Some(run_id.to_string()),
@@ -91,7 +104,7 @@ fn policy_for(exp: &Expectation, run_id: u64, producer: &Producer, cfg: &VerifyC
     }
 }
 
-fn verify_wheel(
+pub(crate) fn verify_wheel(
     file: &Path,
     bundle: &Path,
     exp: &Expectation,

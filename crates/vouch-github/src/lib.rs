@@ -270,6 +270,28 @@ impl GithubClient {
             .collect()
     }
 
+    /// The successful runs of workflow `workflow_id` under `event` at commit `head_sha`
+    /// (`GET /repos/{repo}/actions/workflows/{id}/runs`), newest first as GitHub lists them.
+    pub async fn workflow_runs(
+        &self,
+        repo: &str,
+        workflow_id: u64,
+        event: &str,
+        head_sha: &str,
+    ) -> Result<Vec<Run>, GithubError> {
+        let url = format!(
+            "{}/repos/{repo}/actions/workflows/{workflow_id}/runs?event={}&head_sha={}&status=success&per_page=100",
+            self.api,
+            urlencode(event),
+            urlencode(head_sha)
+        );
+        self.list(url, Some("workflow_runs"))
+            .await?
+            .into_iter()
+            .map(|(r, page)| parse(r, || page))
+            .collect()
+    }
+
     /// `GET /repos/{repo}/actions/runs/{id}`.
     pub async fn run(&self, repo: &str, id: u64) -> Result<Run, GithubError> {
         self.get_typed(&format!("/repos/{repo}/actions/runs/{id}"))

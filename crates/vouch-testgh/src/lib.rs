@@ -296,6 +296,48 @@ async fn pulls(
     page_of(&st, all, None, &format!("/repos/{o}/{r}/pulls"), &keep, &q)
 }
 
+/// `GET actions/workflows/{id}/runs?event=&head_sha=&status=`: the store's runs of that
+/// workflow id, filtered as documented (`status=success` means completed and succeeded).
+async fn workflow_runs(
+    State(st): State<St>,
+    headers: HeaderMap,
+    AxPath((o, r, id)): AxPath<(String, String, u64)>,
+    Query(q): Query<HashMap<String, String>>,
+) -> Response {
+    if let Some(r) = api_gate(&st, &headers) {
+        return r;
+    }
+    let mut all: Vec<Value> = read_all(&st, "runs")
+        .into_iter()
+        .filter(|run| run["workflow_id"].as_u64() == Some(id))
+        .filter(|run| q.get("event").is_none_or(|e| run["event"] == e.as_str()))
+        .filter(|run| {
+            q.get("head_sha")
+                .is_none_or(|h| run["head_sha"] == h.as_str())
+        })
+        .filter(|run| match q.get("status").map(String::as_str) {
+            Some("success") => run["status"] == "completed" && run["conclusion"] == "success",
+            Some(other) => run["status"] == other || run["conclusion"] == other,
+            None => true,
+        })
+        .collect();
+    all.sort_by_key(|run| std::cmp::Reverse(run["id"].as_u64()));
+    let mut keep = String::new();
+    for k in ["event", "head_sha", "status"] {
+        if let Some(v) = q.get(k) {
+            keep.push_str(&format!("{k}={v}&"));
+        }
+    }
+    page_of(
+        &st,
+        all,
+        Some("workflow_runs"),
+        &format!("/repos/{o}/{r}/actions/workflows/{id}/runs"),
+        &keep,
+        &q,
+    )
+}
+
 async fn run(
     State(st): State<St>,
     headers: HeaderMap,
@@ -418,6 +460,10 @@ impl FakeGithub {
                 get(run_artifacts),
             )
             .route("/repos/{o}/{r}/actions/workflows/{file}", get(workflow))
+            .route(
+                "/repos/{o}/{r}/actions/workflows/{id}/runs",
+                get(workflow_runs),
+            )
             .route("/repos/{o}/{r}/actions/artifacts", get(artifacts))
             .route("/repos/{o}/{r}/actions/runs/{id}", get(run))
             .route("/repos/{o}/{r}/actions/artifacts/{id}/{fmt}", get(download))

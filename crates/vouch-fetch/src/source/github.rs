@@ -2,7 +2,9 @@
 
 use std::path::Path;
 
-use vouch_github::{Artifact, DEFAULT_API_URL, Download, GithubClient, Repository, Run, Workflow};
+use vouch_github::{
+    Artifact, DEFAULT_API_URL, Download, GithubClient, Repository, Run, StoredAttestation, Workflow,
+};
 
 use super::{ArtifactSource, BoxFuture, SourceInputs, SourceKind};
 use crate::FetchError;
@@ -21,6 +23,9 @@ fn open(
     }
     Ok(Box::new(client))
 }
+
+/// Runs of one workflow at one commit whose artifacts are listed when looking past names.
+const MAX_RUNS: usize = 10;
 
 /// An artifact zip larger than this is not downloaded to the end.
 const MAX_ARTIFACT_BYTES: u64 = 8 << 30;
@@ -60,6 +65,34 @@ impl ArtifactSource for GithubClient {
             Ok(self
                 .download_artifact(repo, artifact.id, dest, MAX_ARTIFACT_BYTES)
                 .await?)
+        })
+    }
+
+    fn attestations<'a>(
+        &'a self,
+        repo: &'a str,
+        digest: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<StoredAttestation>, FetchError>> {
+        Box::pin(async move { Ok(GithubClient::attestations(self, repo, digest, None).await?) })
+    }
+
+    fn artifacts_of_runs<'a>(
+        &'a self,
+        repo: &'a str,
+        workflow_id: u64,
+        event: &'a str,
+        head_sha: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<Artifact>, FetchError>> {
+        Box::pin(async move {
+            let runs = self
+                .workflow_runs(repo, workflow_id, event, head_sha)
+                .await?;
+            let mut out = Vec::new();
+            // Bounded: a commit has a handful of runs (re-runs are attempts of one run).
+            for run in runs.iter().take(MAX_RUNS) {
+                out.extend(self.run_artifacts(repo, run.id).await?);
+            }
+            Ok(out)
         })
     }
 

@@ -14,7 +14,7 @@ use std::str::FromStr;
 
 use secrecy::SecretString;
 use vouch_core::progress::ProgressFn;
-use vouch_github::{Artifact, Download, Repository, Run, Workflow};
+use vouch_github::{Artifact, Download, Repository, Run, StoredAttestation, Workflow};
 
 use crate::FetchError;
 
@@ -176,6 +176,32 @@ pub trait ArtifactSource: Send + Sync {
         artifact: &'a Artifact,
         dest: &'a Path,
     ) -> BoxFuture<'a, Result<Download, FetchError>>;
+
+    /// Every attestation GitHub's attestation store of `repo` holds for `digest`
+    /// (`sha256:<hex>`), unverified. A source without such a store says so.
+    fn attestations<'a>(
+        &'a self,
+        repo: &'a str,
+        digest: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<StoredAttestation>, FetchError>> {
+        let _ = (repo, digest);
+        Box::pin(async { Err(FetchError::NoAttestationStore) })
+    }
+
+    /// The artifacts uploaded by the successful runs of workflow `workflow_id` under `event`
+    /// at `head_sha`, whatever their names: where candidates come from when no artifact has
+    /// the expected name and evidence is found by digest. A source that cannot list runs
+    /// finds none.
+    fn artifacts_of_runs<'a>(
+        &'a self,
+        repo: &'a str,
+        workflow_id: u64,
+        event: &'a str,
+        head_sha: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<Artifact>, FetchError>> {
+        let _ = (repo, workflow_id, event, head_sha);
+        Box::pin(async { Ok(Vec::new()) })
+    }
 
     /// Remote requests made so far (reported to the user; a local source makes none).
     fn api_calls(&self) -> u64 {

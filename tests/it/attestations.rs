@@ -1,0 +1,473 @@
+//! Issue 18: GitHub's attestation store. `attest --record-github` records in the project's fake
+//! GitHub; the consumer (`install`, `fetch`, `verify`) finds evidence by digest there, with no
+//! name involved, and verifies every stored attestation, reporting the ones it ignores. The
+//! client is also driven directly against both API versions (inline `bundle`, and
+//! `bundle_url` only).
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+use vouch_testgh::FakeGithub;
+
+use crate::common::*;
+use crate::fetch::{HEAD, REPO, TOKEN, World, claims, rand_suffix};
+
+/// A token file holding [`TOKEN`], consumed by the command it is given to.
+fn token_file(w: &World) -> PathBuf {
+    let p = w.dir.path().join(format!("gh-token-{}", rand_suffix()));
+    std::fs::write(&p, TOKEN).unwrap();
+    p
+}
+
+fn assert_no_secret(r: &Run) {
+    for text in [&r.stdout, &r.stderr] {
+        assert!(!text.contains(TOKEN), "the GitHub token leaked:\n{text}");
+        assert!(
+            !text.contains("blob-signature-secret"),
+            "a blob URL's signature leaked:\n{text}"
+        );
+    }
+}
+
+/// `attest FILE --record-github` as the push build's run of vouch-build.yml (run 500), plus
+/// `env` overrides; the recorded store is `gh`'s.
+fn attest_recording(
+    w: &World,
+    gh: &FakeGithub,
+    file: &Path,
+    bundle: &Path,
+    env: &[(&str, &str)],
+) -> Run {
+    let token = token_file(w);
+    let token_arg = token.to_str().unwrap().to_owned();
+    let r = attest_keyless(
+        &w.sigstore,
+        &claims("push", "vouch-build.yml", 500),
+        file,
+        bundle,
+        None,
+        env,
+        &[
+            "--record-github",
+            "--api-url",
+            &gh.url,
+            "--token-file",
+            &token_arg,
+            "--json",
+        ],
+    );
+    assert!(!token.exists(), "the token file is consumed");
+    assert_no_secret(&r);
+    r
+}
+
+fn sha256_of(path: &Path) -> String {
+    format!(
+        "sha256:{}",
+        vouch_core::Sha256Digest::of(&std::fs::read(path).unwrap()).hex()
+    )
+}
+
+#[test]
+fn attest_records_the_bundle_and_refuses_what_github_would_file_wrongly() {
+    let w = World::new();
+    let gh = w.github();
+    let wheel = w.dir.path().join("w-1.0-py3-none-any.whl");
+    std::fs::write(&wheel, b"wheel bytes").unwrap();
+    let bundle = w.dir.path().join("w.sigstore.json");
+    let r = attest_recording(&w, &gh, &wheel, &bundle, &[]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let recorded = gh.attestations();
+    assert_eq!(recorded.len(), 1);
+    assert_eq!(recorded[0].repo, REPO);
+    assert_eq!(recorded[0].digests, vec![sha256_of(&wheel)]);
+    // The body is the bundle as written, member for member.
+    let on_disk: Value = serde_json::from_str(&std::fs::read_to_string(&bundle).unwrap()).unwrap();
+    assert_eq!(recorded[0].bundle, on_disk);
+    let doc = r.json();
+    assert_eq!(doc["github_attestation"]["id"], 1);
+    assert_eq!(
+        doc["github_attestation"]["gh_verify"],
+        "gh attestation verify w-1.0-py3-none-any.whl --repo cupy/cupy --signer-workflow github.com/cupy/cupy/.github/workflows/vouch-build.yml"
+    );
+
+    // The run says it is another repository's than the certificate: GitHub would file the
+    // evidence under the wrong repository. Refused before anything is written or sent.
+    let other = w.dir.path().join("other.sigstore.json");
+    let r = attest_recording(
+        &w,
+        &gh,
+        &wheel,
+        &other,
+        &[
+            ("GITHUB_REPOSITORY", "cupy/other"),
+            (
+                "GITHUB_WORKFLOW_REF",
+                "cupy/other/.github/workflows/vouch-build.yml@refs/heads/main",
+            ),
+        ],
+    );
+    assert_eq!(r.code, 16, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("certificate source repository (OID .1.12) of the bundle to record"),
+        "{}",
+        r.stderr
+    );
+    assert!(!other.exists(), "no bundle written");
+    assert_eq!(gh.attestations().len(), 1, "nothing recorded");
+
+    // A key-signed bundle, or no token: usage errors, before any signing.
+    let key = w.dir.path().join("k.pem");
+    let r = run(vouch().arg("keygen").arg("--out").arg(&key));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let token = token_file(&w);
+    let r = run(vouch()
+        .arg("attest")
+        .arg(&wheel)
+        .arg("--out")
+        .arg(w.dir.path().join("k.sigstore.json"))
+        .arg(format!("--signer=key:{}", key.display()))
+        .args([
+            "--repo",
+            REPO,
+            "--sha",
+            HEAD,
+            "--record-github",
+            "--api-url",
+            &gh.url,
+        ])
+        .arg("--token-file")
+        .arg(&token));
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("take certificates, not keys"),
+        "{}",
+        r.stderr
+    );
+    let r = run(vouch()
+        .arg("attest")
+        .arg(&wheel)
+        .arg("--out")
+        .arg(w.dir.path().join("k.sigstore.json"))
+        .arg(format!("--signer=key:{}", key.display()))
+        .args(["--repo", REPO, "--sha", HEAD, "--record-github"])
+        .env_remove("GH_TOKEN_FILE"));
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert_eq!(gh.attestations().len(), 1);
+    assert_eq!(gh.unauthorized(), 0, "every call carried the token");
+}
+
+/// The sample wheel, built by vouch (a real wheel pip installs).
+fn sample_wheel(w: &World) -> PathBuf {
+    let src = w.dir.path().join("sample");
+    copy_sample(&src);
+    let built = run(vouch()
+        .arg("build")
+        .arg("--source")
+        .arg(&src)
+        .arg("--out")
+        .arg(w.dir.path().join("wheels"))
+        .arg("--work-dir")
+        .arg(w.dir.path().join("work"))
+        .arg("--json"));
+    assert_eq!(built.code, 0, "{}", built.stderr);
+    PathBuf::from(built.json()["wheel"].as_str().unwrap())
+}
+
+/// Signs `wheel` as `claims` describe and records the bundle in `cupy/cupy`'s store directly,
+/// as anyone with write access to the repository could.
+fn record_decoy(w: &World, gh: &FakeGithub, wheel: &Path, c: &vouch_testsig::GithubClaims) {
+    let bundle = w
+        .dir
+        .path()
+        .join(format!("decoy-{}.sigstore.json", rand_suffix()));
+    let r = attest_keyless(&w.sigstore, c, wheel, &bundle, None, &[], &[]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let json: Value = serde_json::from_str(&std::fs::read_to_string(&bundle).unwrap()).unwrap();
+    gh.record_attestation(REPO, json);
+}
+
+#[test]
+fn install_finds_evidence_by_digest_without_the_bundle_or_the_name() {
+    let w = World::new();
+    let gh = w.github();
+    let wheel = sample_wheel(&w);
+    // Two decoys first in the store's answer: the same wheel signed for another repository,
+    // and by another workflow of this one.
+    let mut evil = claims("push", "vouch-build.yml", 500);
+    evil.repository = "evil/cupy".into();
+    evil.workflow_ref = "evil/cupy/.github/workflows/vouch-build.yml@refs/heads/main".into();
+    evil.job_workflow_ref = evil.workflow_ref.clone();
+    record_decoy(&w, &gh, &wheel, &evil);
+    record_decoy(&w, &gh, &wheel, &claims("push", "release.yml", 500));
+    // The build's own attestation, recorded by the build.
+    let bundle = w.dir.path().join("build.sigstore.json");
+    let r = attest_recording(&w, &gh, &wheel, &bundle, &[]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(gh.attestations().len(), 3);
+
+    // The artifact holds the wheel alone, under a name nobody asks for.
+    let art = format!("vouch-sample-py3.11-linux-64-{HEAD}");
+    w.publish("renamed-by-someone", 500, &[wheel.clone()]);
+    let target = w.dir.path().join("site");
+    let install = |extra: &[&str]| {
+        let token = token_file(&w);
+        let r = run(vouch()
+            .arg("install")
+            .args(["--repo", REPO, "--event", "push", "--sha", HEAD])
+            .args([
+                "--artifact-name",
+                &art,
+                "--api-url",
+                &gh.url,
+                "--wait-for-run",
+                "0",
+            ])
+            .arg("--token-file")
+            .arg(&token)
+            .arg("--trust-root")
+            .arg(&w.root)
+            .arg("--python")
+            .arg(venv_python())
+            .args(extra)
+            .arg("--json")
+            .arg("--")
+            .arg("--target")
+            .arg(&target)
+            .arg("-q"));
+        assert_no_secret(&r);
+        assert!(!gh.blob_saw_auth());
+        r
+    };
+    // Without the store, the name is all there is: nothing found, nothing installed.
+    let r = install(&[]);
+    assert_eq!(r.code, 30, "{}", r.stderr);
+    assert!(!target.exists());
+
+    let r = install(&["--github-attestations", REPO]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let doc = r.json();
+    let store = doc["fetch"]["attestation_store"].as_array().unwrap();
+    let verdicts: Vec<(bool, &str)> = store
+        .iter()
+        .map(|a| (a["accepted"] == true, a["kind"].as_str().unwrap_or("")))
+        .collect();
+    assert_eq!(
+        verdicts,
+        vec![(false, "policy"), (false, "policy"), (true, "")],
+        "{store:#?}"
+    );
+    let reasons: Vec<&str> = store.iter().filter_map(|a| a["reason"].as_str()).collect();
+    assert!(reasons[0].contains("evil/cupy"), "{reasons:?}");
+    assert!(reasons[1].contains("release.yml"), "{reasons:?}");
+    let out = std::process::Command::new(venv_python())
+        .env("PYTHONPATH", &target)
+        .args(["-c", "import vouch_sample; print(vouch_sample.greeting())"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "hello from vouch-sample"
+    );
+
+    // Found by run, an artifact of another distribution is not the one asked for, whatever the
+    // store says about its wheel.
+    let target2 = w.dir.path().join("site2");
+    let token = token_file(&w);
+    let r = run(vouch()
+        .arg("fetch")
+        .args(["--repo", REPO, "--event", "push", "--sha", HEAD])
+        .args([
+            "--artifact-name",
+            &format!("other-dist-py3.11-linux-64-{HEAD}"),
+            "--api-url",
+            &gh.url,
+            "--github-attestations",
+            REPO,
+            "--wait-for-run",
+            "0",
+        ])
+        .arg("--token-file")
+        .arg(&token)
+        .arg("--trust-root")
+        .arg(&w.root)
+        .arg("--out")
+        .arg(&target2));
+    assert_eq!(r.code, 30, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("is not a wheel of other-dist-py3.11-linux-64"),
+        "{}",
+        r.stderr
+    );
+    crate::fetch::assert_nothing_written(&target2);
+
+    // `verify` looks the same digest up and reports the same verdicts.
+    let token = token_file(&w);
+    let r = run(vouch()
+        .arg("verify")
+        .arg(&wheel)
+        .args(["--github-attestations", REPO, "--api-url", &gh.url])
+        .arg("--token-file")
+        .arg(&token)
+        .arg("--trust-root")
+        .arg(&w.root)
+        .args(["--repo", REPO, "--json"]));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let doc = r.json();
+    assert_eq!(doc["verified"], true);
+    assert_eq!(doc["attestation_store"].as_array().unwrap().len(), 3);
+    // Only decoys left: the first failure's kind decides, every reason is given.
+    let decoys_only = FakeGithub::start(w.store.clone(), TOKEN);
+    record_decoy(&w, &decoys_only, &wheel, &evil);
+    let token = token_file(&w);
+    let r = run(vouch()
+        .arg("verify")
+        .arg(&wheel)
+        .args(["--github-attestations", REPO, "--api-url", &decoys_only.url])
+        .arg("--token-file")
+        .arg(&token)
+        .arg("--trust-root")
+        .arg(&w.root)
+        .args(["--repo", REPO, "--json"]));
+    assert_eq!(r.code, 16, "{}", r.stderr);
+    let doc = r.json();
+    assert_eq!(doc["verified"], false);
+    assert!(
+        doc["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("none of the 1 attestation(s) cupy/cupy's store holds"),
+        "{doc}"
+    );
+    // Nothing recorded for a digest: no evidence.
+    let empty = FakeGithub::start(w.store.clone(), TOKEN);
+    let token = token_file(&w);
+    let r = run(vouch()
+        .arg("verify")
+        .arg(&wheel)
+        .args(["--github-attestations", REPO, "--api-url", &empty.url])
+        .arg("--token-file")
+        .arg(&token)
+        .arg("--trust-root")
+        .arg(&w.root)
+        .args(["--repo", REPO, "--json"]));
+    assert_eq!(r.code, 10, "{}", r.stderr);
+    assert!(
+        r.json()["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("no evidence"),
+        "{}",
+        r.stdout
+    );
+}
+
+#[test]
+fn the_client_reads_both_api_versions_pages_and_bulk_listings() {
+    let w = World::new();
+    let gh = w.github();
+    let wheel = w.dir.path().join("w-1.0-py3-none-any.whl");
+    std::fs::write(&wheel, b"wheel bytes").unwrap();
+    let bundle = w.dir.path().join("w.sigstore.json");
+    for _ in 0..3 {
+        std::fs::remove_file(&bundle).ok();
+        let r = attest_recording(&w, &gh, &wheel, &bundle, &[]);
+        assert_eq!(r.code, 0, "{}", r.stderr);
+    }
+    let digest = sha256_of(&wheel);
+    gh.faults
+        .page_size
+        .store(2, std::sync::atomic::Ordering::Relaxed);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let client = |version: &'static str| {
+        vouch_github::GithubClient::new(&gh.url, Some(TOKEN.to_owned().into()))
+            .unwrap()
+            .with_api_version(version)
+    };
+    let recorded: Vec<Value> = gh.attestations().into_iter().map(|a| a.bundle).collect();
+    for (version, origin) in [
+        (
+            vouch_github::API_VERSION,
+            vouch_github::BundleOrigin::Inline,
+        ),
+        (
+            vouch_github::API_VERSION_NO_INLINE_BUNDLE,
+            vouch_github::BundleOrigin::BundleUrl,
+        ),
+    ] {
+        let got = rt
+            .block_on(client(version).attestations(REPO, &digest, None))
+            .unwrap();
+        // Three entries over two pages, each bundle exactly the one recorded.
+        assert_eq!(got.len(), 3, "{version}");
+        for (a, want) in got.iter().zip(&recorded) {
+            assert_eq!(a.origin, Some(origin), "{version}");
+            assert_eq!(a.bundle.as_ref().unwrap(), want, "{version}");
+            assert_eq!(a.initiator.as_deref(), Some("user"));
+        }
+    }
+    assert!(
+        !gh.blob_saw_auth(),
+        "blob URLs are fetched without the token"
+    );
+    // Expired blob URLs: each entry says why it has no bundle; the listing itself stands.
+    gh.faults
+        .blobs_expired
+        .store(true, std::sync::atomic::Ordering::Relaxed);
+    let got = rt
+        .block_on(
+            client(vouch_github::API_VERSION_NO_INLINE_BUNDLE).attestations(REPO, &digest, None),
+        )
+        .unwrap();
+    let why = got[0].bundle.as_ref().unwrap_err();
+    assert!(
+        why.contains("HTTP 403") && !why.contains("blob-signature-secret"),
+        "{why}"
+    );
+    // Another repository's store, another predicate type: nothing.
+    let none = rt
+        .block_on(client(vouch_github::API_VERSION).attestations("cupy/other", &digest, None))
+        .unwrap();
+    assert!(none.is_empty());
+    let none = rt
+        .block_on(client(vouch_github::API_VERSION).attestations(
+            REPO,
+            &digest,
+            Some("https://vouch.build/pr-build/v1"),
+        ))
+        .unwrap();
+    assert!(none.is_empty());
+
+    // The bulk listing: one request for several digests; a user-owned repository's listing is
+    // under `users`.
+    let unknown = format!("sha256:{}", "0".repeat(64));
+    for user in [false, true] {
+        gh.faults
+            .owner_is_user
+            .store(user, std::sync::atomic::Ordering::Relaxed);
+        let (_, bulks_before) = gh.attestation_lookups();
+        let got = rt
+            .block_on(client(vouch_github::API_VERSION).attestations_bulk(
+                "cupy",
+                &[digest.clone(), unknown.clone()],
+                None,
+            ))
+            .unwrap();
+        assert_eq!(got.len(), 2);
+        assert_eq!((got[0].0.as_str(), got[0].1.len()), (digest.as_str(), 3));
+        assert_eq!((got[1].0.as_str(), got[1].1.len()), (unknown.as_str(), 0));
+        assert_eq!(gh.attestation_lookups().1 - bulks_before, 1, "user {user}");
+    }
+    // A digest that is not sha256 hex never reaches the API.
+    let before = gh.api_calls();
+    assert!(
+        rt.block_on(client(vouch_github::API_VERSION).attestations(REPO, "sha256:../../x", None))
+            .is_err()
+    );
+    assert_eq!(gh.api_calls(), before);
+}
