@@ -209,7 +209,7 @@ fn install_finds_evidence_by_digest_without_the_bundle_or_the_name() {
 
     // The artifact holds the wheel alone, under a name nobody asks for.
     let art = format!("vouch-sample-py3.11-linux-64-{HEAD}");
-    w.publish("renamed-by-someone", 500, &[wheel.clone()]);
+    w.publish("renamed-by-someone", 500, std::slice::from_ref(&wheel));
     let target = w.dir.path().join("site");
     let install = |extra: &[&str]| {
         let token = token_file(&w);
