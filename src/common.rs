@@ -340,23 +340,31 @@ impl SignerArgs {
         Ok(spec)
     }
 
-    /// The signer `spec` names, built (a key read and checked, a token parsed).
+    /// The signer `spec` names, built (a key read and checked, a token parsed), with the
+    /// token's `job_workflow_ref` when signing keyless. In GitHub Actions the ambient token is
+    /// fetched here, before the statement is made, because only it names the signing job's
+    /// workflow.
     pub fn build(
         &self,
         spec: &vouch_attest::SignerSpec,
-    ) -> anyhow::Result<Box<dyn vouch_attest::Signer>> {
+    ) -> anyhow::Result<(Box<dyn vouch_attest::Signer>, Option<String>)> {
         let oidc_token = match &self.oidc_token_file {
             Some(f) => Some(
                 vouch_attest::token_from_jwt(secrecy::ExposeSecret::expose_secret(&f.jwt))
                     .with_context(|| format!("the OIDC token from {:?}", f.path))?,
             ),
+            None if spec.kind().keyless && vouch_core::ci::in_github_actions() => {
+                Some(runtime()?.block_on(vouch_attest::ambient_token())?)
+            }
             None => None,
         };
-        Ok(spec.signer(vouch_attest::SignerInputs {
+        let job = oidc_token.as_ref().and_then(vouch_attest::job_workflow_ref);
+        let signer = spec.signer(vouch_attest::SignerInputs {
             fulcio_url: self.fulcio_url.clone(),
             rekor_url: self.rekor_url.clone(),
             oidc_token,
-        })?)
+        })?;
+        Ok((signer, job))
     }
 }
 

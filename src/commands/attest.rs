@@ -194,7 +194,7 @@ fn gh_verify_line(
 
 pub fn run(args: AttestArgs) -> anyhow::Result<ExitCode> {
     let spec = args.signer.spec()?;
-    let ctx = run_context(&args.context, &args.claims)?;
+    let mut ctx = run_context(&args.context, &args.claims)?;
     let recorder = Recorder::new(&args.record, !spec.kind().keyless)?;
     let mut subjects = Vec::new();
     for f in &args.files {
@@ -213,9 +213,9 @@ pub fn run(args: AttestArgs) -> anyhow::Result<ExitCode> {
         cache_scope: args.claims.cache_scope.clone(),
         source_date_epoch: args.claims.source_date_epoch,
     };
+    let (signer, job_workflow_ref) = args.signer.build(&spec)?;
+    ctx.job_workflow_ref = job_workflow_ref;
     let statement = statement_for(&ctx, subjects, &claims);
-
-    let signer = args.signer.build(&spec)?;
     let bundle = crate::common::runtime()?.block_on(signer.sign(&statement))?;
     let json = bundle.to_json_pretty().context("serializing the bundle")?;
     if let Some(r) = &recorder {

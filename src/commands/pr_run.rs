@@ -106,7 +106,7 @@ fn pin(args: PrRunPinArgs) -> anyhow::Result<ExitCode> {
 fn sign(args: PrRunSignArgs) -> anyhow::Result<ExitCode> {
     // A bad key or flag fails before any API call.
     let spec = args.signer.spec()?;
-    let signer = args.signer.build(&spec)?;
+    let (signer, _) = args.signer.build(&spec)?;
     let signed_by = crate::common::github_run_context()?.map(|ctx| vouch_attest::signed_by(&ctx));
     if signed_by.is_none() {
         output::note(

@@ -471,3 +471,95 @@ fn the_client_reads_both_api_versions_pages_and_bulk_listings() {
     );
     assert_eq!(gh.api_calls(), before);
 }
+
+/// Every `path:type` in `v` (arrays as `[]`), for comparing layouts rather than values.
+fn shape(v: &Value, path: &str, out: &mut std::collections::BTreeSet<String>) {
+    match v {
+        Value::Object(m) => m
+            .iter()
+            .for_each(|(k, x)| shape(x, &format!("{path}/{k}"), out)),
+        Value::Array(a) => a.iter().for_each(|x| shape(x, &format!("{path}[]"), out)),
+        Value::String(_) => drop(out.insert(format!("{path}:string"))),
+        Value::Number(_) => drop(out.insert(format!("{path}:number"))),
+        Value::Bool(_) => drop(out.insert(format!("{path}:bool"))),
+        Value::Null => drop(out.insert(format!("{path}:null"))),
+    }
+}
+
+fn statement_of(bundle: &Value) -> Value {
+    use base64::Engine as _;
+    let raw = base64::engine::general_purpose::STANDARD
+        .decode(bundle["dsseEnvelope"]["payload"].as_str().unwrap())
+        .unwrap();
+    serde_json::from_slice(&raw).unwrap()
+}
+
+/// What `gh attestation verify --repo O/R --signer-workflow W` reads of a bundle, vouch's
+/// recorded bundle has, in the layout of GitHub's own: the real bundle of cli/cli's release
+/// workflow (tests/fixtures/sigstore/SOURCES.md). gh itself cannot run here (Debian's gh 2.23
+/// has no `attestation` command), so the layout is compared member by member, and vouch's
+/// verifier accepts the cli/cli bundle elsewhere (provenance tests).
+#[test]
+fn recorded_bundles_have_githubs_layout_and_predicate() {
+    let w = World::new();
+    let gh = w.github();
+    let wheel = w.dir.path().join("w-1.0-py3-none-any.whl");
+    std::fs::write(&wheel, b"wheel bytes").unwrap();
+    let bundle = w.dir.path().join("w.sigstore.json");
+    // Twice: in a log of one entry the inclusion proof has no hashes to show.
+    for _ in 0..2 {
+        std::fs::remove_file(&bundle).ok();
+        let r = attest_recording(&w, &gh, &wheel, &bundle, &[]);
+        assert_eq!(r.code, 0, "{}", r.stderr);
+    }
+    let ours = gh.attestations().remove(1).bundle;
+    let theirs: Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            repo_root().join("tests/fixtures/sigstore/cli-gh-2.50.0-windows-arm64.sigstore.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let (mut a, mut b) = (Default::default(), Default::default());
+    shape(&ours, "", &mut a);
+    shape(&theirs, "", &mut b);
+    assert_eq!(a, b, "bundle layout");
+    assert_eq!(ours["mediaType"], theirs["mediaType"]);
+    assert_eq!(
+        ours["dsseEnvelope"]["payloadType"],
+        "application/vnd.in-toto+json"
+    );
+    assert_eq!(
+        ours["verificationMaterial"]["tlogEntries"][0]["kindVersion"],
+        theirs["verificationMaterial"]["tlogEntries"][0]["kindVersion"]
+    );
+
+    let (st, gh_st) = (statement_of(&ours), statement_of(&theirs));
+    assert_eq!(st["_type"], gh_st["_type"]);
+    assert_eq!(st["predicateType"], "https://slsa.dev/provenance/v1");
+    let (mut a, mut b) = (Default::default(), Default::default());
+    shape(&st, "", &mut a);
+    shape(&gh_st, "", &mut b);
+    // vouch adds its own claims (SLSA allows internal parameters; gh reads none of them) and,
+    // as GitHub's provenance does since 2024-06, the runner environment.
+    let extra: Vec<&String> = a.difference(&b).collect();
+    assert!(
+        extra.iter().all(|p| p.starts_with(
+            "/predicate/buildDefinition/internalParameters/vouch/"
+        ) || p.as_str()
+            == "/predicate/buildDefinition/internalParameters/github/runner_environment:string"),
+        "{extra:#?}"
+    );
+    let missing: Vec<&String> = b.difference(&a).collect();
+    assert!(missing.is_empty(), "{missing:#?}");
+    // The builder is the signing job's workflow, as in GitHub's own provenance; the build
+    // type is GitHub's workflow build type.
+    assert_eq!(
+        st["predicate"]["runDetails"]["builder"]["id"],
+        "https://github.com/cupy/cupy/.github/workflows/vouch-build.yml@refs/heads/main"
+    );
+    assert_eq!(
+        st["predicate"]["buildDefinition"]["buildType"],
+        "https://actions.github.io/buildtypes/workflow/v1"
+    );
+}

@@ -28,6 +28,10 @@ pub struct RunContext {
     pub runner_environment: Option<String>,
     pub pr_number: Option<u64>,
     pub pr_head_sha: Option<String>,
+    /// `owner/repo/path@ref` of the workflow whose job signs: the OIDC token's
+    /// `job_workflow_ref` (a reusable workflow's, not the caller's). Only the token carries it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub job_workflow_ref: Option<String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -88,6 +92,8 @@ impl RunContext {
             runner_environment: get("RUNNER_ENVIRONMENT"),
             pr_number: None,
             pr_head_sha: None,
+            // The signing token names it; the signer fills it in.
+            job_workflow_ref: None,
         };
         if let Some(path) = get("GITHUB_EVENT_PATH")
             && ctx.event_name.starts_with("pull_request")

@@ -9,7 +9,9 @@ mod statement;
 
 pub use context::{ContextError, RunContext};
 pub use signer::key::{generate_key, load_key, sign_with_key};
-pub use signer::keyless::{KeylessServices, ambient_token, sign_keyless, token_from_jwt};
+pub use signer::keyless::{
+    KeylessServices, ambient_token, job_workflow_ref, sign_keyless, token_from_jwt,
+};
 pub use signer::{
     PAYLOAD_TYPE, SIGNERS, SignError, Signer, SignerError, SignerInputs, SignerKind, SignerSpec,
     UnknownSigner,

@@ -55,9 +55,14 @@ pub fn statement_for(ctx: &RunContext, subjects: Vec<Subject>, claims: &VouchCla
         claims.pr_head_sha = claims.pr_head_sha.or_else(|| ctx.pr_head_sha.clone());
         claims.merge_sha = claims.merge_sha.or_else(|| Some(ctx.sha.clone()));
     }
-    let builder = match ctx.runner_environment.as_deref() {
-        Some("github-hosted") | None => format!("{}/actions/runner/github-hosted", ctx.server_url),
-        Some(other) => format!("{}/actions/runner/{other}", ctx.server_url),
+    // GitHub's own provenance (actions/attest-build-provenance, since 2024-06) names the
+    // signing job's workflow as the builder; without a token to read it from, the runner.
+    let builder = match (&ctx.job_workflow_ref, ctx.runner_environment.as_deref()) {
+        (Some(job), _) => format!("{}/{job}", ctx.server_url),
+        (None, Some("github-hosted") | None) => {
+            format!("{}/actions/runner/github-hosted", ctx.server_url)
+        }
+        (None, Some(other)) => format!("{}/actions/runner/{other}", ctx.server_url),
     };
     let mut metadata = json!({});
     if let Some(id) = ctx.invocation_id() {
@@ -143,6 +148,7 @@ mod tests {
             runner_environment: Some("github-hosted".into()),
             pr_number: Some(7),
             pr_head_sha: Some("1111111111111111111111111111111111111111".into()),
+            job_workflow_ref: None,
         };
         let claims = VouchClaims {
             cell: Some("cuda13x-py3.12-linux-64".into()),
@@ -158,6 +164,21 @@ mod tests {
             &claims,
         );
         insta::assert_json_snapshot!(st);
+        // With the signing token's job workflow (a reusable one here), the builder is that
+        // workflow, as in GitHub's own provenance; the top-level workflow stays the path.
+        let reusable = RunContext {
+            job_workflow_ref: Some("cupy/ci/.github/workflows/build.yml@refs/tags/v1".into()),
+            ..ctx
+        };
+        let st = statement_for(&reusable, vec![], &claims);
+        assert_eq!(
+            st.predicate["runDetails"]["builder"]["id"],
+            "https://github.com/cupy/ci/.github/workflows/build.yml@refs/tags/v1"
+        );
+        assert_eq!(
+            st.predicate["buildDefinition"]["externalParameters"]["workflow"]["path"],
+            ".github/workflows/ci.yml"
+        );
     }
 
     /// The pr-build statement: one subject, the predicate as given, and `signedBy` in the

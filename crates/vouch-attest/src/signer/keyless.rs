@@ -72,6 +72,19 @@ pub fn token_from_jwt(jwt: &str) -> Result<IdentityToken, SignError> {
     IdentityToken::from_jwt(jwt.trim()).map_err(SignError::Token)
 }
 
+/// The token's `job_workflow_ref` claim (GitHub Actions), read without verifying the token:
+/// it only describes the build in the statement, and Fulcio certifies the same claim as the
+/// certificate's Build Signer URI, which is what a verifier holds it to.
+pub fn job_workflow_ref(token: &IdentityToken) -> Option<String> {
+    use base64::Engine as _;
+    let payload = token.expose_secret().split('.').nth(1)?;
+    let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(payload.trim_end_matches('='))
+        .ok()?;
+    let claims: serde_json::Value = serde_json::from_slice(&raw).ok()?;
+    claims["job_workflow_ref"].as_str().map(str::to_owned)
+}
+
 /// The ambient GitHub Actions token (audience `sigstore`).
 pub async fn ambient_token() -> Result<IdentityToken, SignError> {
     IdentityToken::detect_ambient()
