@@ -4,7 +4,7 @@
 use super::{
     ARTIFACT_NAME_STEP, ATTEST_SDIST_JOB, BUILD_WORKFLOW_NAME, HEADER, MATRIX_PYTHON,
     PR_BUILD_GROUP, REQUEST_ARTIFACT_PREFIX, SDIST_ARTIFACT, SDIST_JOB, SENTINEL_JOB, SIGN_FILE,
-    TRIGGER_FILE, TRIGGER_LABEL, TRUSTED_ENVIRONMENT, Vars, fill, indent,
+    TOKEN_TO_FILE, TRIGGER_FILE, TRIGGER_LABEL, TRUSTED_ENVIRONMENT, Vars, fill, indent,
 };
 use crate::Error;
 use crate::cache::{BuildCache, Trust};
@@ -367,6 +367,7 @@ jobs:
     timeout-minutes: 30
     permissions:
       id-token: write # the OIDC token Sigstore's Fulcio certifies (keyless signing)
+      attestations: write # records the bundle in this repository's attestation store
     strategy:
       fail-fast: false
       matrix: ${{ fromJson(needs.plan.outputs.matrix) }}
@@ -376,11 +377,13 @@ jobs:
         with:
           name: unsigned-${{ steps.name.outputs.name }}
           path: dist
-      - name: Sign the provenance (Sigstore, keyless)
+      - name: Sign the provenance (Sigstore, keyless) and record it with GitHub
         env:
           CELL: ${{ matrix.cell }}
           ARTIFACT: ${{ steps.name.outputs.name }}
+          GH_TOKEN: ${{ github.token }}
         run: |
+          @@TOKEN_TO_FILE@@
           # Exactly the cell's one wheel; its build record (a trusted push build's) supplies
           # the claims a rebuild needs.
           wheels=(dist/*.whl)
@@ -397,8 +400,11 @@ jobs:
           if [ -n "$digest" ]; then claims+=(--build-inputs-digest "$digest"); fi
           scope=$(jq -r '.cache.policy.write // empty' "${records[0]}")
           if [ -n "$scope" ]; then claims+=(--cache-scope "$scope"); fi
+          # --record-github: `gh attestation verify` and `vouch install --github-attestations`
+          # then find the evidence by the wheel's digest, whatever the artifact is called.
           vouch attest --signer sigstore --cell "$CELL" --artifact-name "$ARTIFACT" \
-            "${claims[@]}" --out "dist/$ARTIFACT.sigstore.json" "${wheels[0]}"
+            "${claims[@]}" --record-github --token-file "$tok" \
+            --out "dist/$ARTIFACT.sigstore.json" "${wheels[0]}"
       - name: Upload the wheel with its bundle
         uses: @@UPLOAD_ARTIFACT@@
         with:
@@ -415,20 +421,25 @@ jobs:
     timeout-minutes: 30
     permissions:
       id-token: write # the OIDC token Sigstore's Fulcio certifies (keyless signing)
+      attestations: write # records the bundle in this repository's attestation store
     steps:
 @@INSTALL_UBUNTU@@      - name: Download the sdist every cell built from
         uses: @@DOWNLOAD_ARTIFACT@@
         with:
           name: @@SDIST_ARTIFACT@@
           path: sdist
-      - name: Sign the sdist's provenance (Sigstore, keyless)
+      - name: Sign the sdist's provenance (Sigstore, keyless) and record it with GitHub
+        env:
+          GH_TOKEN: ${{ github.token }}
         run: |
+          @@TOKEN_TO_FILE@@
           sdists=(sdist/*.tar.gz)
           if [ ${#sdists[@]} -ne 1 ] || [ ! -f "${sdists[0]}" ]; then
             echo "::error::expected one sdist in the @@SDIST_ARTIFACT@@ artifact"
             exit 1
           fi
           vouch attest --signer sigstore --artifact-name @@SDIST_ARTIFACT@@ \
+            --record-github --token-file "$tok" \
             --out "${sdists[0]}.sigstore.json" "${sdists[0]}"
       - name: Upload the sdist with its bundle
         uses: @@UPLOAD_ARTIFACT@@
@@ -499,6 +510,7 @@ jobs:
             ("ATTEST_SDIST_JOB", ATTEST_SDIST_JOB),
             ("SDIST_ARTIFACT", SDIST_ARTIFACT),
             ("MATRIX_PYTHON", MATRIX_PYTHON),
+            ("TOKEN_TO_FILE", TOKEN_TO_FILE),
         ],
     );
     Ok(text)
