@@ -96,6 +96,12 @@ pub enum Command {
     /// Render or parse CI artifact names (`<dist>-py<X.Y>-<plat>[-pr<N>]-<sha>`).
     #[command(subcommand)]
     Name(NameCommand),
+    /// Print the shell completion script for SHELL, e.g.
+    /// `vouch completions bash > ~/.local/share/bash-completion/completions/vouch`.
+    Completions(CompletionsArgs),
+    /// Write the man pages (`vouch.1` and one per command, e.g. `vouch-verify.1`) to a
+    /// directory, e.g. `vouch man --out /usr/local/share/man/man1`.
+    Man(ManArgs),
 }
 
 #[derive(Args, Debug)]
@@ -239,7 +245,9 @@ pub struct NormalizeArgs {
 
 #[derive(Args, Debug)]
 pub struct DiffArgs {
+    /// The first wheel or sdist.
     pub a: PathBuf,
+    /// The second, compared member by member with the first.
     pub b: PathBuf,
     #[command(flatten)]
     pub common: Common,
@@ -278,6 +286,7 @@ pub enum NameCommand {
     },
     /// Check an artifact name and print its parts.
     Parse {
+        /// The artifact name, e.g. `cupy-cuda13x-py3.12-linux-64-pr7-<sha>`.
         name: String,
         #[command(flatten)]
         common: Common,
@@ -292,8 +301,10 @@ pub enum ToolchainCommand {
 
 #[derive(Args, Debug)]
 pub struct ToolchainArgs {
+    /// The project profile.
     #[arg(long, default_value = "vouch.toml", value_name = "FILE")]
     pub profile: PathBuf,
+    /// The cell whose toolkit to lay out (see `vouch plan`).
     #[arg(long)]
     pub cell: String,
     /// Print what would be fetched, with every sha256 pin, and fetch nothing: any cell, on any
@@ -352,10 +363,14 @@ pub struct ScopeArgs {
     /// Event that triggered the build (push, pull_request, ...).
     #[arg(long, value_name = "EVENT", conflicts_with = "scope_from_github")]
     pub event: Option<String>,
+    /// The ref that was pushed (`refs/heads/main`, `refs/tags/v14.0.0`): a push writes its
+    /// branch's scope.
     #[arg(long = "ref", value_name = "REF", conflicts_with = "scope_from_github")]
     pub git_ref: Option<String>,
+    /// The pull request being built (with --event pull_request): it writes only pr/<N>.
     #[arg(long, value_name = "N", conflicts_with = "scope_from_github")]
     pub pr: Option<u64>,
+    /// The pull request's base branch: the scope its build reads besides its own.
     #[arg(long, value_name = "BRANCH", conflicts_with = "scope_from_github")]
     pub base_ref: Option<String>,
     /// The repository's default branch (with --scope-from-github: when the event payload
@@ -388,6 +403,7 @@ pub enum CacheCommand {
     },
     /// Print the environment that points a compiler cache at a gateway.
     Env {
+        /// The compiler cache the environment is for.
         #[arg(long)]
         tool: Tool,
         #[command(flatten)]
@@ -395,6 +411,7 @@ pub enum CacheCommand {
         /// The tool's local state directory.
         #[arg(long, value_name = "DIR", default_value = ".vouch-cache-local")]
         local_dir: PathBuf,
+        /// How the variables are printed.
         #[arg(long, value_enum, default_value_t = EnvFormat::Sh)]
         format: EnvFormat,
     },
@@ -419,6 +436,7 @@ pub enum CacheCommand {
         password_file: Option<PathBuf>,
         #[command(flatten)]
         scope: ScopeArgs,
+        /// Print the probes' results as JSON.
         #[arg(long)]
         json: bool,
     },
@@ -433,11 +451,13 @@ pub enum CacheCommand {
         /// File holding the admin credential's secret.
         #[arg(long, value_name = "FILE")]
         password_file: Option<PathBuf>,
+        /// The pull request the credential is for: it may write pr/<N> only.
         #[arg(long, value_name = "N")]
         pr: u64,
         /// The pull request's base branch (its builds read that scope).
         #[arg(long, default_value = "main", value_name = "BRANCH")]
         base_ref: String,
+        /// The repository's default branch (its scope is readable too).
         #[arg(long, default_value = "main", value_name = "BRANCH")]
         default_branch: String,
         /// How long the Redis user lives: `90s`, `30m`, `6h`, `1d`.
@@ -494,6 +514,7 @@ pub struct PlanArgs {
 
 #[derive(Args, Debug)]
 pub struct InputsArgs {
+    /// The project profile.
     #[arg(long, default_value = "vouch.toml", value_name = "FILE")]
     pub profile: PathBuf,
     /// The cell id (see `vouch plan`).
@@ -508,6 +529,7 @@ pub struct InputsArgs {
     /// List every input that went into the digest.
     #[arg(long)]
     pub explain: bool,
+    /// Print a JSON report on stdout instead of plain lines.
     #[arg(long)]
     pub json: bool,
 }
@@ -589,6 +611,7 @@ pub struct ExplainArgs {
     /// The pull request was labelled after a /test of its previous head.
     #[arg(long)]
     pub previously_tested: bool,
+    /// Print a JSON report on stdout instead of plain lines.
     #[arg(long)]
     pub json: bool,
 }
@@ -778,25 +801,6 @@ pub struct GithubAccessArgs {
     pub keep_token_file: bool,
 }
 
-impl GithubAccessArgs {
-    /// A client for the API these flags name (`$GITHUB_API_URL` in Actions).
-    pub fn client(&self) -> anyhow::Result<vouch_github::GithubClient> {
-        let api = self
-            .api_url
-            .clone()
-            .or_else(|| {
-                std::env::var("GITHUB_API_URL")
-                    .ok()
-                    .filter(|u| !u.is_empty())
-            })
-            .unwrap_or_else(|| vouch_github::DEFAULT_API_URL.to_owned());
-        Ok(vouch_github::GithubClient::new(
-            &api,
-            self.token_file.as_ref().map(|t| t.token.clone()),
-        )?)
-    }
-}
-
 /// Who signs, for `attest` and `pr-run sign`.
 #[derive(Args, Debug)]
 pub struct SignerArgs {
@@ -852,6 +856,7 @@ pub struct ContextArgs {
     /// Event name [default: local; pull_request when --pr is given].
     #[arg(long)]
     pub event: Option<String>,
+    /// The workflow run id (required outside GitHub Actions to name the invocation).
     #[arg(long, value_name = "ID")]
     pub run_id: Option<u64>,
     /// Runner environment [default: local].
@@ -877,10 +882,14 @@ pub struct ClaimArgs {
     /// The merge commit that was built, 40 hex (in Actions, GITHUB_SHA); the statement's commit.
     #[arg(long, value_name = "SHA", requires = "pr")]
     pub merge_sha: Option<String>,
+    /// The CI artifact the files travel in, recorded as a signed claim (a consumer that finds
+    /// an artifact by run holds it to this).
     #[arg(long, value_name = "NAME")]
     pub artifact_name: Option<String>,
+    /// The build-inputs digest `vouch inputs` gave for the cell, recorded for `rebuild`.
     #[arg(long, value_name = "DIGEST")]
     pub build_inputs_digest: Option<String>,
+    /// The compiler-cache scope the build wrote (`main`, `pr/7`), recorded as reported.
     #[arg(long, value_name = "SCOPE")]
     pub cache_scope: Option<String>,
     /// The epoch the build used, recorded so `vouch rebuild` can use it too.
@@ -924,6 +933,7 @@ pub struct RebuildArgs {
     pub policy: PolicyArgs,
     #[command(flatten)]
     pub env: BuildEnvArgs,
+    /// Print a JSON report on stdout instead of plain lines.
     #[arg(long)]
     pub json: bool,
 }
@@ -963,10 +973,13 @@ pub struct FetchArgs {
     /// Artifact name; or give --dist, --python-version and --platform to render it.
     #[arg(long, value_name = "NAME", conflicts_with_all = ["dist", "python_version", "platform"])]
     pub artifact_name: Option<String>,
+    /// The distribution (normalized, e.g. `cupy-cuda13x`) whose artifact name to render.
     #[arg(long)]
     pub dist: Option<String>,
+    /// The Python version of the cell (`3.12`, `3.14t`).
     #[arg(long, value_name = "X.Y")]
     pub python_version: Option<String>,
+    /// The cell's platform: `linux-64`, `linux-aarch64` or `win-64`.
     #[arg(long)]
     pub platform: Option<String>,
     /// Take event, PR and commit from FlexCI (`FLEXCI_BRANCH`, `FLEXCI_REFERENCE_COMMIT_ID`,
@@ -994,6 +1007,7 @@ pub struct FetchArgs {
     /// Custom trusted_root.json.
     #[arg(long, value_name = "FILE", conflicts_with = "staging")]
     pub trust_root: Option<PathBuf>,
+    /// Trust Sigstore's staging instance instead of production.
     #[arg(long)]
     pub staging: bool,
     /// Verify key-signed bundles with this PEM public key (checked before any API call).
@@ -1012,6 +1026,20 @@ pub struct FetchArgs {
     /// Print the report (or the failure) as JSON.
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct CompletionsArgs {
+    /// The shell the script is for.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+#[derive(Args, Debug)]
+pub struct ManArgs {
+    /// The directory the pages are written to (created if missing; pages there are replaced).
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
 }
 
 /// A `--token-file`'s token, read while the command line is parsed.
@@ -1167,25 +1195,35 @@ pub struct InstallCmd {
 #[derive(Args, Debug)]
 pub struct PublishCmd {
     /// Files to put in the artifact (wheels and their bundles).
+    /// The files the artifact holds (wheels and their bundles).
     #[arg(required = true)]
     pub files: Vec<PathBuf>,
+    /// The local artifact store (created if missing).
     #[arg(long, value_name = "DIR")]
     pub store: PathBuf,
+    /// The artifact's name.
     #[arg(long, value_name = "NAME")]
     pub name: String,
+    /// The repository the run belongs to.
     #[arg(long, value_name = "OWNER/NAME")]
     pub repo: String,
-    #[arg(long, default_value = ".github/workflows/ci.yml")]
+    /// The workflow file the run ran.
+    #[arg(long, default_value = ".github/workflows/ci.yml", value_name = "PATH")]
     pub workflow: String,
-    #[arg(long, default_value_t = 1)]
+    /// The workflow's id (what runs are pinned to).
+    #[arg(long, default_value_t = 1, value_name = "ID")]
     pub workflow_id: u64,
-    #[arg(long)]
+    /// The run that uploaded the artifact.
+    #[arg(long, value_name = "ID")]
     pub run_id: u64,
+    /// The run's event.
     #[arg(long, default_value = "push")]
     pub event: String,
-    #[arg(long)]
+    /// The run's head commit, 40 hex.
+    #[arg(long, value_name = "SHA")]
     pub sha: String,
-    #[arg(long)]
+    /// The pull request the run built, if any.
+    #[arg(long, value_name = "N")]
     pub pr: Option<u64>,
     /// The branch the run's head is on (a signer run's: the default branch).
     #[arg(long, value_name = "BRANCH")]
@@ -1263,6 +1301,43 @@ pub struct PrRunSignArgs {
     pub out: PathBuf,
     #[command(flatten)]
     pub signer: SignerArgs,
+    /// Print a JSON report on stdout instead of plain lines.
     #[arg(long)]
     pub json: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory as _;
+
+    use super::Cli;
+
+    /// Every flag and argument a user can see says what it is for: `--help`, the man pages
+    /// and the completions all show this text.
+    #[test]
+    fn every_visible_argument_has_help() {
+        fn walk(cmd: &clap::Command, path: &str, missing: &mut Vec<String>) {
+            for arg in cmd.get_arguments() {
+                let builtin = ["help", "version"].contains(&arg.get_id().as_str());
+                if arg.is_hide_set() || builtin || arg.is_global_set() && !path.is_empty() {
+                    continue;
+                }
+                if arg.get_help().is_none() && arg.get_long_help().is_none() {
+                    missing.push(format!("{path} {}", arg.get_id()));
+                }
+            }
+            for sub in cmd.get_subcommands() {
+                walk(sub, &format!("{path} {}", sub.get_name()), missing);
+            }
+        }
+        let cmd = Cli::command();
+        cmd.clone().debug_assert();
+        let mut missing = Vec::new();
+        walk(&cmd, "", &mut missing);
+        assert!(
+            missing.is_empty(),
+            "arguments without help:\n{}",
+            missing.join("\n")
+        );
+    }
 }

@@ -390,3 +390,22 @@ pub fn read_public_key(path: &Path) -> anyhow::Result<String> {
     vouch_verify::check_public_key(&pem).with_context(|| format!("--key {path:?}"))?;
     Ok(pem)
 }
+
+impl crate::cli::GithubAccessArgs {
+    /// A client for the API these flags name (`$GITHUB_API_URL` in Actions).
+    pub fn client(&self) -> anyhow::Result<vouch_github::GithubClient> {
+        let api = self
+            .api_url
+            .clone()
+            .or_else(|| {
+                std::env::var("GITHUB_API_URL")
+                    .ok()
+                    .filter(|u| !u.is_empty())
+            })
+            .unwrap_or_else(|| vouch_github::DEFAULT_API_URL.to_owned());
+        Ok(vouch_github::GithubClient::new(
+            &api,
+            self.token_file.as_ref().map(|t| t.token.clone()),
+        )?)
+    }
+}

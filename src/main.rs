@@ -15,7 +15,7 @@ use clap::Parser as _;
 
 use cli::{Cli, Command};
 use commands::{
-    attest, audit, build, cache, demo, dispatch, fetch, lock, plan, pr_run, sdist, toolchain,
+    attest, audit, build, cache, demo, dispatch, docs, fetch, lock, plan, pr_run, sdist, toolchain,
     verify, wheel, workflows,
 };
 
@@ -56,6 +56,8 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::Lock(args) => lock::lock(args),
         Command::Plan(args) => plan::plan(args),
         Command::Inputs(args) => plan::inputs(args),
+        Command::Completions(args) => docs::completions(args),
+        Command::Man(args) => docs::man(args),
     }
 }
 

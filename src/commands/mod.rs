@@ -8,6 +8,7 @@ pub mod build;
 pub mod cache;
 pub mod demo;
 pub mod dispatch;
+pub mod docs;
 pub mod fetch;
 pub mod lock;
 pub mod plan;

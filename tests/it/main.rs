@@ -14,6 +14,7 @@ mod audit;
 mod build;
 mod cache;
 mod cell;
+mod cli;
 mod cython_cache;
 mod dispatch;
 mod fetch;
