@@ -630,7 +630,7 @@ pub struct WorkflowsArgs {
 #[derive(Args, Debug, Clone)]
 pub struct PolicyArgs {
     /// Source repository `OWNER/NAME` the certificate must name (OID .1.12).
-    #[arg(long, value_name = "OWNER/NAME")]
+    #[arg(long, short = 'R', value_name = "OWNER/NAME")]
     pub repo: Option<String>,
     /// Workflow that signed (OID .1.9): `PATH`, `OWNER/REPO/PATH`, optionally `@REF`. For
     /// reusable workflows this is the called workflow.
@@ -640,10 +640,10 @@ pub struct PolicyArgs {
     #[arg(long, value_name = "WORKFLOW")]
     pub build_workflow: Option<String>,
     /// Source ref (OID .1.14); a trailing `*` matches any suffix, e.g. `refs/tags/v*`.
-    #[arg(long = "ref", value_name = "REF")]
+    #[arg(long = "ref", visible_alias = "source-ref", value_name = "REF")]
     pub git_ref: Option<String>,
     /// Source commit, 40 hex (OID .1.13).
-    #[arg(long, value_name = "SHA", value_parser = parse_commit_sha)]
+    #[arg(long, visible_alias = "source-digest", value_name = "SHA", value_parser = parse_commit_sha)]
     pub sha: Option<String>,
     /// Build trigger, e.g. `push`, `pull_request` (OID .1.20).
     #[arg(long, value_name = "EVENT", value_parser = parse_event_name)]
@@ -653,12 +653,15 @@ pub struct PolicyArgs {
     pub run_id: Option<u64>,
     /// OIDC issuer (OID .1.8).
     /// [default: GitHub Actions' issuer]
-    #[arg(long, value_name = "URL")]
+    #[arg(long, visible_alias = "cert-oidc-issuer", value_name = "URL")]
     pub issuer: Option<String>,
     /// Runner environment (OID .1.11): `github-hosted`, `self-hosted`, or `any`.
     /// [default: github-hosted]
-    #[arg(long, value_name = "KIND")]
+    #[arg(long, value_name = "KIND", conflicts_with = "deny_self_hosted_runners")]
     pub runner: Option<String>,
+    /// gh's spelling of `--runner github-hosted` (vouch's default already).
+    #[arg(long)]
+    pub deny_self_hosted_runners: bool,
     /// Predicate type: `slsa` (SLSA provenance v1), `pep740` (PyPI publish v1), `pr-build`
     /// (a pull-request build signed by the signer workflow: give --signer-workflow with its
     /// @ref, and --pr, --pr-head-sha, --pr-build-workflow), or a URI.
@@ -685,7 +688,12 @@ pub struct PolicyArgs {
     #[arg(long, value_name = "CELL")]
     pub cell: Option<String>,
     /// Custom `trusted_root.json` instead of the embedded Sigstore production root.
-    #[arg(long, value_name = "FILE", conflicts_with = "staging")]
+    #[arg(
+        long,
+        visible_alias = "custom-trusted-root",
+        value_name = "FILE",
+        conflicts_with = "staging"
+    )]
     pub trust_root: Option<PathBuf>,
     /// Use the embedded Sigstore staging root.
     #[arg(long)]
@@ -730,9 +738,10 @@ pub struct VerifyArgs {
     #[arg(long, value_name = "sha256:HEX")]
     pub digest: Option<Sha256Digest>,
     /// Sigstore bundle (`.sigstore.json`).
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, short = 'b', value_name = "FILE")]
     pub bundle: Option<PathBuf>,
-    /// PEP 740 attestation (`.publish.attestation`).
+    /// PEP 740 attestation (`.publish.attestation`); its predicate type is then PyPI's
+    /// publish attestation unless --predicate-type says otherwise.
     #[arg(long, value_name = "FILE")]
     pub attestation: Option<PathBuf>,
     /// PyPI provenance object (the integrity API's response).
@@ -1339,5 +1348,66 @@ mod tests {
             "arguments without help:\n{}",
             missing.join("\n")
         );
+    }
+
+    /// gh's spellings reach the same policy as vouch's own.
+    #[test]
+    fn gh_attestation_verify_spellings_parse() {
+        use clap::Parser as _;
+        let sha = "0123456789abcdef0123456789abcdef01234567";
+        let gh = Cli::try_parse_from([
+            "vouch",
+            "verify",
+            "w.whl",
+            "-b",
+            "b.json",
+            "-R",
+            "cupy/cupy",
+            "--signer-workflow",
+            "cupy/cupy/.github/workflows/vouch-build.yml",
+            "--predicate-type",
+            "slsa",
+            "--cert-oidc-issuer",
+            "https://issuer",
+            "--source-ref",
+            "refs/heads/main",
+            "--source-digest",
+            sha,
+            "--custom-trusted-root",
+            "root.json",
+            "--deny-self-hosted-runners",
+        ])
+        .unwrap();
+        let ours = Cli::try_parse_from([
+            "vouch",
+            "verify",
+            "w.whl",
+            "--bundle",
+            "b.json",
+            "--repo",
+            "cupy/cupy",
+            "--signer-workflow",
+            "cupy/cupy/.github/workflows/vouch-build.yml",
+            "--predicate-type",
+            "slsa",
+            "--issuer",
+            "https://issuer",
+            "--ref",
+            "refs/heads/main",
+            "--sha",
+            sha,
+            "--trust-root",
+            "root.json",
+            "--runner",
+            "github-hosted",
+        ])
+        .unwrap();
+        let (super::Command::Verify(gh), super::Command::Verify(ours)) = (gh.command, ours.command)
+        else {
+            panic!("not verify");
+        };
+        assert_eq!(gh.bundle, ours.bundle);
+        assert_eq!(gh.policy.cli_spec(), ours.policy.cli_spec());
+        assert_eq!(gh.policy.trust_root, ours.policy.trust_root);
     }
 }

@@ -254,7 +254,10 @@ impl PolicyArgs {
             sha: self.sha.clone(),
             event: self.event.clone(),
             issuer: self.issuer.clone(),
-            runner: self.runner.clone(),
+            runner: self.runner.clone().or_else(|| {
+                self.deny_self_hosted_runners
+                    .then(|| "github-hosted".to_owned())
+            }),
             predicate_type: self.predicate_type.clone(),
             run_id: self.run_id,
             pr: self.pr,

@@ -90,7 +90,13 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
         .as_ref()
         .and_then(|f| f.file_name())
         .map(|n| vouch_audit::dist_name(&n.to_string_lossy()));
-    let policy = args.policy.policy(dist.as_deref())?;
+    let mut policy = args.policy.policy(dist.as_deref())?;
+    // A PEP 740 attestation file carries PyPI's publish attestation unless told otherwise (by
+    // the flag or a policy file), as `pypi-attestations verify` assumes.
+    let predicate_given = args.policy.predicate_type.is_some() || args.policy.policy.is_some();
+    if args.attestation.is_some() && !predicate_given {
+        policy.predicate_type = vouch_verify::PREDICATE_PEP740.to_owned();
+    }
     let trust = args.policy.trust()?;
     let digest = match (&args.file, args.digest) {
         (Some(f), _) => crate::common::hash_file(f)?,

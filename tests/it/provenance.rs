@@ -129,19 +129,29 @@ fn pep740_attestation_from_pypi_verifies_offline() {
         ]));
     assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
     assert_eq!(r.json()["results"][0]["format"], "pep740-attestation");
-    // The same attestation must not pass as SLSA provenance.
-    let r = run(vouch()
-        .args([
-            "verify",
-            "--digest",
-            "sha256:9bb1add04b1b4e182be6b0b80931593f7a291eb49d69b4fd728a5d4cbcdc4bd3",
-            "--attestation",
-        ])
-        .arg(fixture(
-            "pypi_attestations-0.0.19.tar.gz.publish.attestation",
-        ))
-        .args(["--repo", "trailofbits/pypi-attestations", "--json"]));
-    assert_failure(&r, 14, "statement", "");
+    // `--attestation` implies PyPI's predicate type (issue 18); asked to be SLSA provenance,
+    // the same attestation must not pass.
+    let verify = |extra: &[&str]| {
+        run(vouch()
+            .args([
+                "verify",
+                "--digest",
+                "sha256:9bb1add04b1b4e182be6b0b80931593f7a291eb49d69b4fd728a5d4cbcdc4bd3",
+                "--attestation",
+            ])
+            .arg(fixture(
+                "pypi_attestations-0.0.19.tar.gz.publish.attestation",
+            ))
+            .args(["--repo", "trailofbits/pypi-attestations", "--json"])
+            .args(extra))
+    };
+    let r = verify(&[]);
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    assert_eq!(
+        r.json()["results"][0]["statement"]["predicate_type"],
+        "https://docs.pypi.org/attestations/publish/v1"
+    );
+    assert_failure(&verify(&["--predicate-type", "slsa"]), 14, "statement", "");
 }
 
 #[test]
