@@ -95,7 +95,7 @@ pub const TABLE: &[(Status, &str)] = &[
     ),
     (
         Status::Download,
-        "`fetch`/`install`/`pr-run`: API or download failure (expired, truncated, digest mismatch, retries exhausted, bad token); `toolchain install`: the download or `pip download` failed (pip's own hash check included)",
+        "`fetch`/`install`/`pr-run`/`attest --record-github`/`verify --github-attestations`: API or download failure (expired, truncated, digest mismatch, retries exhausted, bad token); `toolchain install`: the download or `pip download` failed (pip's own hash check included)",
     ),
     (
         Status::UnsafeArchive,
@@ -118,6 +118,19 @@ pub const TABLE: &[(Status, &str)] = &[
 impl Status {
     pub fn code(self) -> u8 {
         self as u8
+    }
+
+    /// The status's name in `--json` failure reports: `trust-root`, `no-run`, ...
+    pub fn name(self) -> String {
+        let debug = format!("{self:?}");
+        let mut out = String::new();
+        for (i, c) in debug.chars().enumerate() {
+            if c.is_ascii_uppercase() && i > 0 {
+                out.push('-');
+            }
+            out.push(c.to_ascii_lowercase());
+        }
+        out
     }
 }
 
@@ -595,10 +608,6 @@ pub fn classify(err: &anyhow::Error) -> Status {
     }
     tracing::debug!(error = ?err, "unclassified error");
     Status::Internal
-}
-
-pub fn code_for(err: &anyhow::Error) -> ExitCode {
-    classify(err).into()
 }
 
 #[cfg(test)]

@@ -20,14 +20,43 @@ use commands::{
 };
 
 fn main() -> ExitCode {
-    token_files::take_all(&std::env::args_os().collect::<Vec<_>>());
-    let args = Cli::parse();
+    let argv: Vec<_> = std::env::args_os().collect();
+    token_files::take_all(&argv);
+    // Arguments after `--` are pip's.
+    let json = argv
+        .iter()
+        .take_while(|a| a.as_os_str() != "--")
+        .any(|a| a.as_os_str() == "--json");
+    let args = match Cli::try_parse() {
+        Ok(args) => args,
+        Err(e) => {
+            // A usage error is a failure like any other: with --json it is reported as one.
+            if json && e.use_stderr() {
+                output::json_failure(
+                    &anyhow::anyhow!(e.kind().to_string()).context(
+                        e.render()
+                            .to_string()
+                            .lines()
+                            .next()
+                            .unwrap_or("usage error")
+                            .to_owned(),
+                    ),
+                    exit::Status::Usage,
+                );
+            }
+            e.exit()
+        }
+    };
     output::init_tracing(args.verbose, args.quiet);
     match run(args.command) {
         Ok(code) => code,
         Err(err) => {
             output::report_error(&err);
-            exit::code_for(&err)
+            let status = exit::classify(&err);
+            if json {
+                output::json_failure(&err, status);
+            }
+            status.into()
         }
     }
 }

@@ -101,7 +101,27 @@ pub fn step_summary(markdown: &str) {
 }
 
 pub fn json<T: Serialize>(value: &T) {
+    JSON_PRINTED.store(true, Ordering::Relaxed);
     data(serde_json::to_string_pretty(value).expect("our reports always serialize"));
+}
+
+/// Whether the command printed its JSON report (its own failure report included).
+static JSON_PRINTED: AtomicBool = AtomicBool::new(false);
+
+/// With `--json`, a failure the command did not report itself still gets one JSON object on
+/// stdout, so a script reading it never parses an empty stream: `ok: false`, the exit status
+/// by code and name, the message and its causes (the same text stderr shows).
+pub fn json_failure(err: &anyhow::Error, status: crate::exit::Status) {
+    if JSON_PRINTED.load(Ordering::Relaxed) {
+        return;
+    }
+    json(&serde_json::json!({
+        "ok": false,
+        "exit_code": status.code(),
+        "status": status.name(),
+        "message": err.to_string(),
+        "causes": err.chain().skip(1).map(|c| c.to_string()).collect::<Vec<_>>(),
+    }));
 }
 
 /// A line of data on stdout. When the reader has gone (`vouch plan | head`), exit quietly as

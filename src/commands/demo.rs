@@ -166,7 +166,11 @@ fn sign_and_cross_verify(
     let statement = vouch_attest::statement_for(
         &ctx,
         vec![vouch_attest::Subject::sha256(name, &builds[0].sha256)],
-        &vouch_attest::VouchClaims::default(),
+        // Recorded so that `vouch rebuild` of the demo's wheel uses the same epoch.
+        &vouch_attest::VouchClaims {
+            source_date_epoch: Some(DEMO_EPOCH),
+            ..Default::default()
+        },
     );
     let bundle = vouch_attest::sign_with_key(&statement, &key)?;
     let bundle_path = out_root.join(format!("{name}.sigstore.json"));

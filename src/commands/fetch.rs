@@ -208,7 +208,7 @@ fn do_fetch(args: &FetchArgs, out: &Path) -> anyhow::Result<FetchReport> {
             }
             if args.json {
                 output::json(
-                    &serde_json::json!({ "fetched": false, "exit_code": status.code(), "message": message }),
+                    &serde_json::json!({ "fetched": false, "ok": false, "exit_code": status.code(), "status": status.name(), "message": message }),
                 );
             }
             Err(FetchFailed { status, message }.into())

@@ -8,9 +8,15 @@ use crate::cli::VerifyArgs;
 use crate::common::read_regular_to_string;
 use crate::output;
 
+/// `--json`'s failure report: the success report's shape (`verified`, `results`), empty, with
+/// what failed.
 #[derive(serde::Serialize)]
 struct Failure<'a> {
     verified: bool,
+    ok: bool,
+    exit_code: u8,
+    status: String,
+    results: [(); 0],
     kind: &'a str,
     message: String,
     /// What lies under `message`, outermost first: the parser's or sigstore's own words.
@@ -173,6 +179,10 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
             if args.common.json {
                 output::json(&Failure {
                     verified: false,
+                    ok: false,
+                    exit_code: crate::exit::verify_status(e.kind).code(),
+                    status: crate::exit::verify_status(e.kind).name(),
+                    results: [],
                     kind: e.kind.as_str(),
                     message: e.message.clone(),
                     causes: causes(&e),

@@ -172,6 +172,20 @@ impl PolicyFile {
 mod tests {
     use super::*;
 
+    /// The example policy committed for CuPy loads and says what its comments say.
+    #[test]
+    fn cupys_example_policy_loads() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../pyproject-templates/cupy/policy.toml");
+        let file = PolicyFile::load(&path).unwrap();
+        for dist in ["cupy-cuda13x", "cupy_cuda12x", "cupy"] {
+            let spec = file.project(dist).unwrap_or_else(|| panic!("{dist}"));
+            assert_eq!(spec.repository.as_deref(), Some("cupy/cupy"));
+            assert_eq!(spec.git_ref.as_deref(), Some("refs/tags/v*"));
+        }
+        assert_eq!(file.default.runner.as_deref(), Some("github-hosted"));
+    }
+
     #[test]
     fn parses_and_overlays() {
         let f: PolicyFile = toml::from_str(
