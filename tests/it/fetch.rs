@@ -257,54 +257,60 @@ fn pin_attack(edit: impl FnOnce(&mut Value)) -> Run {
 #[test]
 fn rejects_same_named_artifact_from_sibling_workflow() {
     vouch_snapshot!(pin_attack(|r| r["workflow_id"] = 999.into()), @r#"
-        success: false
-        exit_code: 30
-        ----- stdout -----
-        {
-          "exit_code": 30,
-          "fetched": false,
-          "message": "no artifact named \"cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111\" passed: artifact 1001 (run 500): run's workflow_id 999 is not 161335 (.github/workflows/vouch-build.yml)"
-        }
+    success: false
+    exit_code: 30
+    ----- stdout -----
+    {
+      "exit_code": 30,
+      "fetched": false,
+      "message": "no artifact named \"cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111\" passed: artifact 1001 (run 500): run's workflow_id 999 is not 161335 (.github/workflows/vouch-build.yml)",
+      "ok": false,
+      "status": "no-run"
+    }
 
-        ----- stderr -----
-        looking for cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111 from .github/workflows/vouch-build.yml (push of cupy/cupy)
-        error: no artifact named "cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111" passed: artifact 1001 (run 500): run's workflow_id 999 is not 161335 (.github/workflows/vouch-build.yml)
+    ----- stderr -----
+    looking for cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111 from .github/workflows/vouch-build.yml (push of cupy/cupy)
+    error: no artifact named "cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111" passed: artifact 1001 (run 500): run's workflow_id 999 is not 161335 (.github/workflows/vouch-build.yml)
     "#);
 }
 
 #[test]
 fn rejects_failed_run() {
     vouch_snapshot!(pin_attack(|r| r["conclusion"] = "failure".into()), @r#"
-        success: false
-        exit_code: 30
-        ----- stdout -----
-        {
-          "exit_code": 30,
-          "fetched": false,
-          "message": "no artifact named \"cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111\" passed: artifact 1001 (run 500): run did not succeed (status \"completed\", conclusion \"failure\")"
-        }
+    success: false
+    exit_code: 30
+    ----- stdout -----
+    {
+      "exit_code": 30,
+      "fetched": false,
+      "message": "no artifact named \"cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111\" passed: artifact 1001 (run 500): run did not succeed (status \"completed\", conclusion \"failure\")",
+      "ok": false,
+      "status": "no-run"
+    }
 
-        ----- stderr -----
-        looking for cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111 from .github/workflows/vouch-build.yml (push of cupy/cupy)
-        error: no artifact named "cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111" passed: artifact 1001 (run 500): run did not succeed (status "completed", conclusion "failure")
+    ----- stderr -----
+    looking for cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111 from .github/workflows/vouch-build.yml (push of cupy/cupy)
+    error: no artifact named "cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111" passed: artifact 1001 (run 500): run did not succeed (status "completed", conclusion "failure")
     "#);
 }
 
 #[test]
 fn rejects_cancelled_run() {
     vouch_snapshot!(pin_attack(|r| r["conclusion"] = "cancelled".into()), @r#"
-        success: false
-        exit_code: 30
-        ----- stdout -----
-        {
-          "exit_code": 30,
-          "fetched": false,
-          "message": "no artifact named \"cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111\" passed: artifact 1001 (run 500): run did not succeed (status \"completed\", conclusion \"cancelled\")"
-        }
+    success: false
+    exit_code: 30
+    ----- stdout -----
+    {
+      "exit_code": 30,
+      "fetched": false,
+      "message": "no artifact named \"cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111\" passed: artifact 1001 (run 500): run did not succeed (status \"completed\", conclusion \"cancelled\")",
+      "ok": false,
+      "status": "no-run"
+    }
 
-        ----- stderr -----
-        looking for cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111 from .github/workflows/vouch-build.yml (push of cupy/cupy)
-        error: no artifact named "cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111" passed: artifact 1001 (run 500): run did not succeed (status "completed", conclusion "cancelled")
+    ----- stderr -----
+    looking for cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111 from .github/workflows/vouch-build.yml (push of cupy/cupy)
+    error: no artifact named "cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111" passed: artifact 1001 (run 500): run did not succeed (status "completed", conclusion "cancelled")
     "#);
 }
 
@@ -358,69 +364,77 @@ fn refuses_a_run_still_going_when_the_wait_is_up() {
         (label, r)
     });
     insta::assert_snapshot!(snapshot_cases(runs, &[]), @r#"
-        ===== "waited"
-        success: false
-        exit_code: 30
-        ----- stdout -----
-        {
-          "exit_code": 30,
-          "fetched": false,
-          "message": "no artifact named \"cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111\" passed: artifact 1001 (run 500): run is still \"in_progress\" after [TIME] of waiting for it to complete"
-        }
+    ===== "waited"
+    success: false
+    exit_code: 30
+    ----- stdout -----
+    {
+      "exit_code": 30,
+      "fetched": false,
+      "message": "no artifact named \"cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111\" passed: artifact 1001 (run 500): run is still \"in_progress\" after [TIME] of waiting for it to complete",
+      "ok": false,
+      "status": "no-run"
+    }
 
-        ----- stderr -----
-        looking for cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111 from .github/workflows/vouch-build.yml (push of cupy/cupy)
-        error: no artifact named "cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111" passed: artifact 1001 (run 500): run is still "in_progress" after [TIME] of waiting for it to complete
+    ----- stderr -----
+    looking for cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111 from .github/workflows/vouch-build.yml (push of cupy/cupy)
+    error: no artifact named "cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111" passed: artifact 1001 (run 500): run is still "in_progress" after [TIME] of waiting for it to complete
 
-        ===== "not waited"
-        success: false
-        exit_code: 30
-        ----- stdout -----
-        {
-          "exit_code": 30,
-          "fetched": false,
-          "message": "no artifact named \"cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111\" passed: artifact 1001 (run 500): run is still \"in_progress\" (not waited for)"
-        }
+    ===== "not waited"
+    success: false
+    exit_code: 30
+    ----- stdout -----
+    {
+      "exit_code": 30,
+      "fetched": false,
+      "message": "no artifact named \"cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111\" passed: artifact 1001 (run 500): run is still \"in_progress\" (not waited for)",
+      "ok": false,
+      "status": "no-run"
+    }
 
-        ----- stderr -----
-        looking for cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111 from .github/workflows/vouch-build.yml (push of cupy/cupy)
-        error: no artifact named "cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111" passed: artifact 1001 (run 500): run is still "in_progress" (not waited for)
+    ----- stderr -----
+    looking for cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111 from .github/workflows/vouch-build.yml (push of cupy/cupy)
+    error: no artifact named "cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111" passed: artifact 1001 (run 500): run is still "in_progress" (not waited for)
     "#);
 }
 
 #[test]
 fn rejects_run_of_another_event() {
     vouch_snapshot!(pin_attack(|r| r["event"] = "workflow_dispatch".into()), @r#"
-        success: false
-        exit_code: 30
-        ----- stdout -----
-        {
-          "exit_code": 30,
-          "fetched": false,
-          "message": "no artifact named \"cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111\" passed: artifact 1001 (run 500): run's event is \"workflow_dispatch\", expected \"push\""
-        }
+    success: false
+    exit_code: 30
+    ----- stdout -----
+    {
+      "exit_code": 30,
+      "fetched": false,
+      "message": "no artifact named \"cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111\" passed: artifact 1001 (run 500): run's event is \"workflow_dispatch\", expected \"push\"",
+      "ok": false,
+      "status": "no-run"
+    }
 
-        ----- stderr -----
-        looking for cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111 from .github/workflows/vouch-build.yml (push of cupy/cupy)
-        error: no artifact named "cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111" passed: artifact 1001 (run 500): run's event is "workflow_dispatch", expected "push"
+    ----- stderr -----
+    looking for cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111 from .github/workflows/vouch-build.yml (push of cupy/cupy)
+    error: no artifact named "cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111" passed: artifact 1001 (run 500): run's event is "workflow_dispatch", expected "push"
     "#);
 }
 
 #[test]
 fn rejects_run_of_another_head_sha() {
     vouch_snapshot!(pin_attack(|r| r["head_sha"] = "3333333333333333333333333333333333333333".into()), @r#"
-        success: false
-        exit_code: 30
-        ----- stdout -----
-        {
-          "exit_code": 30,
-          "fetched": false,
-          "message": "no artifact named \"cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111\" passed: artifact 1001 (run 500): run's head_sha is 3333333333333333333333333333333333333333, expected 1111111111111111111111111111111111111111"
-        }
+    success: false
+    exit_code: 30
+    ----- stdout -----
+    {
+      "exit_code": 30,
+      "fetched": false,
+      "message": "no artifact named \"cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111\" passed: artifact 1001 (run 500): run's head_sha is 3333333333333333333333333333333333333333, expected 1111111111111111111111111111111111111111",
+      "ok": false,
+      "status": "no-run"
+    }
 
-        ----- stderr -----
-        looking for cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111 from .github/workflows/vouch-build.yml (push of cupy/cupy)
-        error: no artifact named "cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111" passed: artifact 1001 (run 500): run's head_sha is 3333333333333333333333333333333333333333, expected 1111111111111111111111111111111111111111
+    ----- stderr -----
+    looking for cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111 from .github/workflows/vouch-build.yml (push of cupy/cupy)
+    error: no artifact named "cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111" passed: artifact 1001 (run 500): run's head_sha is 3333333333333333333333333333333333333333, expected 1111111111111111111111111111111111111111
     "#);
 }
 
@@ -431,19 +445,21 @@ fn rejects_fork_run_for_push() {
         r["head_repository"]["fork"] = true.into();
     };
     vouch_snapshot!(pin_attack(fork), @r#"
-            success: false
-            exit_code: 30
-            ----- stdout -----
-            {
-              "exit_code": 30,
-              "fetched": false,
-              "message": "no artifact named \"cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111\" passed: artifact 1001 (run 500): a push build's head repository is \"attacker/cupy\", a fork or another repository"
-            }
+    success: false
+    exit_code: 30
+    ----- stdout -----
+    {
+      "exit_code": 30,
+      "fetched": false,
+      "message": "no artifact named \"cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111\" passed: artifact 1001 (run 500): a push build's head repository is \"attacker/cupy\", a fork or another repository",
+      "ok": false,
+      "status": "no-run"
+    }
 
-            ----- stderr -----
-            looking for cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111 from .github/workflows/vouch-build.yml (push of cupy/cupy)
-            error: no artifact named "cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111" passed: artifact 1001 (run 500): a push build's head repository is "attacker/cupy", a fork or another repository
-        "#);
+    ----- stderr -----
+    looking for cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111 from .github/workflows/vouch-build.yml (push of cupy/cupy)
+    error: no artifact named "cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111" passed: artifact 1001 (run 500): a push build's head repository is "attacker/cupy", a fork or another repository
+    "#);
 }
 
 #[test]
@@ -457,18 +473,20 @@ fn rejects_artifact_whose_run_id_is_not_the_pinned_run() {
     });
     std::fs::copy(w.store.join("runs/500.json"), w.store.join("runs/501.json")).unwrap();
     vouch_snapshot!(w.push_rejected(), @r#"
-        success: false
-        exit_code: 30
-        ----- stdout -----
-        {
-          "exit_code": 30,
-          "fetched": false,
-          "message": "no artifact named \"cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111\" passed: artifact 1001 (run 501): artifact's workflow_run.id is not the run (the artifact names run 501, the run is 500)"
-        }
+    success: false
+    exit_code: 30
+    ----- stdout -----
+    {
+      "exit_code": 30,
+      "fetched": false,
+      "message": "no artifact named \"cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111\" passed: artifact 1001 (run 501): artifact's workflow_run.id is not the run (the artifact names run 501, the run is 500)",
+      "ok": false,
+      "status": "no-run"
+    }
 
-        ----- stderr -----
-        looking for cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111 from .github/workflows/vouch-build.yml (push of cupy/cupy)
-        error: no artifact named "cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111" passed: artifact 1001 (run 501): artifact's workflow_run.id is not the run (the artifact names run 501, the run is 500)
+    ----- stderr -----
+    looking for cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111 from .github/workflows/vouch-build.yml (push of cupy/cupy)
+    error: no artifact named "cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111" passed: artifact 1001 (run 501): artifact's workflow_run.id is not the run (the artifact names run 501, the run is 500)
     "#);
 }
 
@@ -481,18 +499,20 @@ fn rejects_expired_artifact() {
     let (r, out) = w.fetch(&gh, PUSH);
     assert_nothing_written(&out);
     vouch_snapshot!(&r, @r#"
-        success: false
-        exit_code: 31
-        ----- stdout -----
-        {
-          "exit_code": 31,
-          "fetched": false,
-          "message": "no artifact named \"cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111\" passed: artifact 1001 (run 500): artifact has expired (HTTP 410)"
-        }
+    success: false
+    exit_code: 31
+    ----- stdout -----
+    {
+      "exit_code": 31,
+      "fetched": false,
+      "message": "no artifact named \"cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111\" passed: artifact 1001 (run 500): artifact has expired (HTTP 410)",
+      "ok": false,
+      "status": "download"
+    }
 
-        ----- stderr -----
-        looking for cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111 from .github/workflows/vouch-build.yml (push of cupy/cupy)
-        error: no artifact named "cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111" passed: artifact 1001 (run 500): artifact has expired (HTTP 410)
+    ----- stderr -----
+    looking for cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111 from .github/workflows/vouch-build.yml (push of cupy/cupy)
+    error: no artifact named "cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111" passed: artifact 1001 (run 500): artifact has expired (HTTP 410)
     "#);
 }
 
@@ -531,18 +551,20 @@ fn rejects_wheel_swapped_inside_the_zip() {
         ],
     );
     vouch_snapshot!(w.push_rejected(), @r#"
-        success: false
-        exit_code: 15
-        ----- stdout -----
-        {
-          "exit_code": 15,
-          "fetched": false,
-          "message": "no artifact named \"cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111\" passed: artifact 1001 (run 500): cupy_cuda13x-14.2.0-cp312-cp312-manylinux_2_28_x86_64.whl: digest check failed: artifact mismatch: artifact hash does not match any subject in attestation"
-        }
+    success: false
+    exit_code: 15
+    ----- stdout -----
+    {
+      "exit_code": 15,
+      "fetched": false,
+      "message": "no artifact named \"cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111\" passed: artifact 1001 (run 500): cupy_cuda13x-14.2.0-cp312-cp312-manylinux_2_28_x86_64.whl: digest check failed: artifact mismatch: artifact hash does not match any subject in attestation",
+      "ok": false,
+      "status": "digest"
+    }
 
-        ----- stderr -----
-        looking for cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111 from .github/workflows/vouch-build.yml (push of cupy/cupy)
-        error: no artifact named "cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111" passed: artifact 1001 (run 500): cupy_cuda13x-14.2.0-cp312-cp312-manylinux_2_28_x86_64.whl: digest check failed: artifact mismatch: artifact hash does not match any subject in attestation
+    ----- stderr -----
+    looking for cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111 from .github/workflows/vouch-build.yml (push of cupy/cupy)
+    error: no artifact named "cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111" passed: artifact 1001 (run 500): cupy_cuda13x-14.2.0-cp312-cp312-manylinux_2_28_x86_64.whl: digest check failed: artifact mismatch: artifact hash does not match any subject in attestation
     "#);
 }
 
@@ -556,18 +578,20 @@ fn rejects_bundle_signed_by_another_workflow_of_the_repo() {
         b"the wheel",
     );
     vouch_snapshot!(w.push_rejected(), @r#"
-        success: false
-        exit_code: 16
-        ----- stdout -----
-        {
-          "exit_code": 16,
-          "fetched": false,
-          "message": "no artifact named \"cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111\" passed: artifact 1001 (run 500): cupy_cuda13x-14.2.0-cp312-cp312-manylinux_2_28_x86_64.whl: policy check failed: build config workflow (OID .1.18): expected \"https://github.com/cupy/cupy/.github/workflows/vouch-build.yml\", found \"https://github.com/cupy/cupy/.github/workflows/release.yml@refs/heads/main\""
-        }
+    success: false
+    exit_code: 16
+    ----- stdout -----
+    {
+      "exit_code": 16,
+      "fetched": false,
+      "message": "no artifact named \"cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111\" passed: artifact 1001 (run 500): cupy_cuda13x-14.2.0-cp312-cp312-manylinux_2_28_x86_64.whl: policy check failed: build config workflow (OID .1.18): expected \"https://github.com/cupy/cupy/.github/workflows/vouch-build.yml\", found \"https://github.com/cupy/cupy/.github/workflows/release.yml@refs/heads/main\"",
+      "ok": false,
+      "status": "policy"
+    }
 
-        ----- stderr -----
-        looking for cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111 from .github/workflows/vouch-build.yml (push of cupy/cupy)
-        error: no artifact named "cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111" passed: artifact 1001 (run 500): cupy_cuda13x-14.2.0-cp312-cp312-manylinux_2_28_x86_64.whl: policy check failed: build config workflow (OID .1.18): expected "https://github.com/cupy/cupy/.github/workflows/vouch-build.yml", found "https://github.com/cupy/cupy/.github/workflows/release.yml@refs/heads/main"
+    ----- stderr -----
+    looking for cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111 from .github/workflows/vouch-build.yml (push of cupy/cupy)
+    error: no artifact named "cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111" passed: artifact 1001 (run 500): cupy_cuda13x-14.2.0-cp312-cp312-manylinux_2_28_x86_64.whl: policy check failed: build config workflow (OID .1.18): expected "https://github.com/cupy/cupy/.github/workflows/vouch-build.yml", found "https://github.com/cupy/cupy/.github/workflows/release.yml@refs/heads/main"
     "#);
 }
 
@@ -585,18 +609,20 @@ fn archive_attack(members: Vec<(&str, Vec<u8>)>) -> Run {
 #[test]
 fn rejects_zip_with_absolute_member() {
     vouch_snapshot!(archive_attack(vec![("/tmp/evil", b"x".to_vec())]), @r#"
-        success: false
-        exit_code: 32
-        ----- stdout -----
-        {
-          "exit_code": 32,
-          "fetched": false,
-          "message": "no artifact named \"cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111\" passed: artifact 1001 (run 500): member \"/tmp/evil\" has an unsafe name (absolute path)"
-        }
+    success: false
+    exit_code: 32
+    ----- stdout -----
+    {
+      "exit_code": 32,
+      "fetched": false,
+      "message": "no artifact named \"cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111\" passed: artifact 1001 (run 500): member \"/tmp/evil\" has an unsafe name (absolute path)",
+      "ok": false,
+      "status": "unsafe-archive"
+    }
 
-        ----- stderr -----
-        looking for cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111 from .github/workflows/vouch-build.yml (push of cupy/cupy)
-        error: no artifact named "cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111" passed: artifact 1001 (run 500): member "/tmp/evil" has an unsafe name (absolute path)
+    ----- stderr -----
+    looking for cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111 from .github/workflows/vouch-build.yml (push of cupy/cupy)
+    error: no artifact named "cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111" passed: artifact 1001 (run 500): member "/tmp/evil" has an unsafe name (absolute path)
     "#);
 }
 
@@ -618,18 +644,20 @@ fn rejects_zip_with_symlink_member() {
         a["digest"] = digest.into()
     });
     vouch_snapshot!(w.push_rejected(), @r#"
-        success: false
-        exit_code: 32
-        ----- stdout -----
-        {
-          "exit_code": 32,
-          "fetched": false,
-          "message": "no artifact named \"cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111\" passed: artifact 1001 (run 500): member \"link\" is a symbolic link"
-        }
+    success: false
+    exit_code: 32
+    ----- stdout -----
+    {
+      "exit_code": 32,
+      "fetched": false,
+      "message": "no artifact named \"cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111\" passed: artifact 1001 (run 500): member \"link\" is a symbolic link",
+      "ok": false,
+      "status": "unsafe-archive"
+    }
 
-        ----- stderr -----
-        looking for cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111 from .github/workflows/vouch-build.yml (push of cupy/cupy)
-        error: no artifact named "cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111" passed: artifact 1001 (run 500): member "link" is a symbolic link
+    ----- stderr -----
+    looking for cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111 from .github/workflows/vouch-build.yml (push of cupy/cupy)
+    error: no artifact named "cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111" passed: artifact 1001 (run 500): member "link" is a symbolic link
     "#);
 }
 
@@ -637,18 +665,20 @@ fn rejects_zip_with_symlink_member() {
 fn rejects_zip_with_ten_thousand_members() {
     let names: Vec<String> = (0..10_000).map(|i| format!("f{i}")).collect();
     vouch_snapshot!(archive_attack(names.iter().map(|n| (n.as_str(), Vec::new())).collect()), @r#"
-        success: false
-        exit_code: 32
-        ----- stdout -----
-        {
-          "exit_code": 32,
-          "fetched": false,
-          "message": "no artifact named \"cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111\" passed: artifact 1001 (run 500): 10000 members, over the limit of 1000"
-        }
+    success: false
+    exit_code: 32
+    ----- stdout -----
+    {
+      "exit_code": 32,
+      "fetched": false,
+      "message": "no artifact named \"cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111\" passed: artifact 1001 (run 500): 10000 members, over the limit of 1000",
+      "ok": false,
+      "status": "unsafe-archive"
+    }
 
-        ----- stderr -----
-        looking for cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111 from .github/workflows/vouch-build.yml (push of cupy/cupy)
-        error: no artifact named "cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111" passed: artifact 1001 (run 500): 10000 members, over the limit of 1000
+    ----- stderr -----
+    looking for cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111 from .github/workflows/vouch-build.yml (push of cupy/cupy)
+    error: no artifact named "cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111" passed: artifact 1001 (run 500): 10000 members, over the limit of 1000
     "#);
 }
 
@@ -682,18 +712,20 @@ fn rejects_zip_bomb() {
         a["digest"] = digest.into()
     });
     vouch_snapshot!(w.push_rejected(), @r#"
-        success: false
-        exit_code: 32
-        ----- stdout -----
-        {
-          "exit_code": 32,
-          "fetched": false,
-          "message": "no artifact named \"cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111\" passed: artifact 1001 (run 500): members add up to more than 4294967296 bytes uncompressed (zip bomb?)"
-        }
+    success: false
+    exit_code: 32
+    ----- stdout -----
+    {
+      "exit_code": 32,
+      "fetched": false,
+      "message": "no artifact named \"cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111\" passed: artifact 1001 (run 500): members add up to more than 4294967296 bytes uncompressed (zip bomb?)",
+      "ok": false,
+      "status": "unsafe-archive"
+    }
 
-        ----- stderr -----
-        looking for cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111 from .github/workflows/vouch-build.yml (push of cupy/cupy)
-        error: no artifact named "cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111" passed: artifact 1001 (run 500): members add up to more than 4294967296 bytes uncompressed (zip bomb?)
+    ----- stderr -----
+    looking for cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111 from .github/workflows/vouch-build.yml (push of cupy/cupy)
+    error: no artifact named "cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111" passed: artifact 1001 (run 500): members add up to more than 4294967296 bytes uncompressed (zip bomb?)
     "#);
 }
 
@@ -708,18 +740,20 @@ fn rejects_truncated_download() {
     let (r, out) = w.fetch(&gh, PUSH);
     assert_nothing_written(&out);
     vouch_snapshot!(&r, @r#"
-        success: false
-        exit_code: 31
-        ----- stdout -----
-        {
-          "exit_code": 31,
-          "fetched": false,
-          "message": "no artifact named \"cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111\" passed: artifact 1001 (run 500): GitHub API: GET http://127.0.0.1:[PORT]/blob/1001: gave up after 4 attempts: connection failed"
-        }
+    success: false
+    exit_code: 31
+    ----- stdout -----
+    {
+      "exit_code": 31,
+      "fetched": false,
+      "message": "no artifact named \"cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111\" passed: artifact 1001 (run 500): GitHub API: GET http://127.0.0.1:[PORT]/blob/1001: gave up after 4 attempts: connection failed",
+      "ok": false,
+      "status": "download"
+    }
 
-        ----- stderr -----
-        looking for cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111 from .github/workflows/vouch-build.yml (push of cupy/cupy)
-        error: no artifact named "cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111" passed: artifact 1001 (run 500): GitHub API: GET http://127.0.0.1:[PORT]/blob/1001: gave up after 4 attempts: connection failed
+    ----- stderr -----
+    looking for cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111 from .github/workflows/vouch-build.yml (push of cupy/cupy)
+    error: no artifact named "cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111" passed: artifact 1001 (run 500): GitHub API: GET http://127.0.0.1:[PORT]/blob/1001: gave up after 4 attempts: connection failed
     "#);
 }
 
@@ -764,18 +798,20 @@ fn permanent_5xx_fails_after_bounded_retries() {
     let (r, out) = w.fetch(&gh, PUSH);
     assert_nothing_written(&out);
     vouch_snapshot!(&r, @r#"
-        success: false
-        exit_code: 31
-        ----- stdout -----
-        {
-          "exit_code": 31,
-          "fetched": false,
-          "message": "GitHub API: GET http://127.0.0.1:[PORT]/repos/cupy/cupy/actions/runs/500: gave up after 4 attempts: HTTP 500"
-        }
+    success: false
+    exit_code: 31
+    ----- stdout -----
+    {
+      "exit_code": 31,
+      "fetched": false,
+      "message": "GitHub API: GET http://127.0.0.1:[PORT]/repos/cupy/cupy/actions/runs/500: gave up after 4 attempts: HTTP 500",
+      "ok": false,
+      "status": "download"
+    }
 
-        ----- stderr -----
-        looking for cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111 from .github/workflows/vouch-build.yml (push of cupy/cupy)
-        error: GitHub API: GET http://127.0.0.1:[PORT]/repos/cupy/cupy/actions/runs/500: gave up after 4 attempts: HTTP 500
+    ----- stderr -----
+    looking for cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111 from .github/workflows/vouch-build.yml (push of cupy/cupy)
+    error: GitHub API: GET http://127.0.0.1:[PORT]/repos/cupy/cupy/actions/runs/500: gave up after 4 attempts: HTTP 500
     "#);
     assert_eq!(gh.api_calls(), 2 + 4);
 }
@@ -923,18 +959,20 @@ fn exit_code_comes_from_the_candidate_that_got_furthest() {
     );
     w.edit("runs/501.json", |r| r["event"] = "workflow_dispatch".into());
     vouch_snapshot!(w.push_rejected(), @r#"
-        success: false
-        exit_code: 16
-        ----- stdout -----
-        {
-          "exit_code": 16,
-          "fetched": false,
-          "message": "no artifact named \"cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111\" passed: artifact 1002 (run 501): run's event is \"workflow_dispatch\", expected \"push\"; artifact 1001 (run 500): cupy_cuda13x-14.2.0-cp312-cp312-manylinux_2_28_x86_64.whl: policy check failed: build config workflow (OID .1.18): expected \"https://github.com/cupy/cupy/.github/workflows/vouch-build.yml\", found \"https://github.com/cupy/cupy/.github/workflows/release.yml@refs/heads/main\""
-        }
+    success: false
+    exit_code: 16
+    ----- stdout -----
+    {
+      "exit_code": 16,
+      "fetched": false,
+      "message": "no artifact named \"cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111\" passed: artifact 1002 (run 501): run's event is \"workflow_dispatch\", expected \"push\"; artifact 1001 (run 500): cupy_cuda13x-14.2.0-cp312-cp312-manylinux_2_28_x86_64.whl: policy check failed: build config workflow (OID .1.18): expected \"https://github.com/cupy/cupy/.github/workflows/vouch-build.yml\", found \"https://github.com/cupy/cupy/.github/workflows/release.yml@refs/heads/main\"",
+      "ok": false,
+      "status": "policy"
+    }
 
-        ----- stderr -----
-        looking for cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111 from .github/workflows/vouch-build.yml (push of cupy/cupy)
-        error: no artifact named "cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111" passed: artifact 1002 (run 501): run's event is "workflow_dispatch", expected "push"; artifact 1001 (run 500): cupy_cuda13x-14.2.0-cp312-cp312-manylinux_2_28_x86_64.whl: policy check failed: build config workflow (OID .1.18): expected "https://github.com/cupy/cupy/.github/workflows/vouch-build.yml", found "https://github.com/cupy/cupy/.github/workflows/release.yml@refs/heads/main"
+    ----- stderr -----
+    looking for cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111 from .github/workflows/vouch-build.yml (push of cupy/cupy)
+    error: no artifact named "cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111" passed: artifact 1002 (run 501): run's event is "workflow_dispatch", expected "push"; artifact 1001 (run 500): cupy_cuda13x-14.2.0-cp312-cp312-manylinux_2_28_x86_64.whl: policy check failed: build config workflow (OID .1.18): expected "https://github.com/cupy/cupy/.github/workflows/vouch-build.yml", found "https://github.com/cupy/cupy/.github/workflows/release.yml@refs/heads/main"
     "#);
 }
 
@@ -970,18 +1008,20 @@ fn issue12_rejects_download_whose_digest_is_not_the_listed_one() {
     let (r, out) = w.fetch(&gh, PUSH);
     assert_nothing_written(&out);
     vouch_snapshot!(&r, @r#"
-        success: false
-        exit_code: 31
-        ----- stdout -----
-        {
-          "exit_code": 31,
-          "fetched": false,
-          "message": "no artifact named \"cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111\" passed: artifact 1001 (run 500): download's digest sha256:[SHA256] is not the artifact's sha256:[SHA256]"
-        }
+    success: false
+    exit_code: 31
+    ----- stdout -----
+    {
+      "exit_code": 31,
+      "fetched": false,
+      "message": "no artifact named \"cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111\" passed: artifact 1001 (run 500): download's digest sha256:[SHA256] is not the artifact's sha256:[SHA256]",
+      "ok": false,
+      "status": "download"
+    }
 
-        ----- stderr -----
-        looking for cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111 from .github/workflows/vouch-build.yml (push of cupy/cupy)
-        error: no artifact named "cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111" passed: artifact 1001 (run 500): download's digest sha256:[SHA256] is not the artifact's sha256:[SHA256]
+    ----- stderr -----
+    looking for cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111 from .github/workflows/vouch-build.yml (push of cupy/cupy)
+    error: no artifact named "cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111" passed: artifact 1001 (run 500): download's digest sha256:[SHA256] is not the artifact's sha256:[SHA256]
     "#);
 }
 
@@ -997,18 +1037,20 @@ fn issue12_rejects_bundle_replayed_from_another_run() {
         b"the wheel",
     );
     vouch_snapshot!(w.push_rejected(), @r#"
-        success: false
-        exit_code: 16
-        ----- stdout -----
-        {
-          "exit_code": 16,
-          "fetched": false,
-          "message": "no artifact named \"cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111\" passed: artifact 1001 (run 500): cupy_cuda13x-14.2.0-cp312-cp312-manylinux_2_28_x86_64.whl: policy check failed: run (OID .1.21): expected \"500\", found \"https://github.com/cupy/cupy/actions/runs/499/attempts/1\""
-        }
+    success: false
+    exit_code: 16
+    ----- stdout -----
+    {
+      "exit_code": 16,
+      "fetched": false,
+      "message": "no artifact named \"cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111\" passed: artifact 1001 (run 500): cupy_cuda13x-14.2.0-cp312-cp312-manylinux_2_28_x86_64.whl: policy check failed: run (OID .1.21): expected \"500\", found \"https://github.com/cupy/cupy/actions/runs/499/attempts/1\"",
+      "ok": false,
+      "status": "policy"
+    }
 
-        ----- stderr -----
-        looking for cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111 from .github/workflows/vouch-build.yml (push of cupy/cupy)
-        error: no artifact named "cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111" passed: artifact 1001 (run 500): cupy_cuda13x-14.2.0-cp312-cp312-manylinux_2_28_x86_64.whl: policy check failed: run (OID .1.21): expected "500", found "https://github.com/cupy/cupy/actions/runs/499/attempts/1"
+    ----- stderr -----
+    looking for cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111 from .github/workflows/vouch-build.yml (push of cupy/cupy)
+    error: no artifact named "cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111" passed: artifact 1001 (run 500): cupy_cuda13x-14.2.0-cp312-cp312-manylinux_2_28_x86_64.whl: policy check failed: run (OID .1.21): expected "500", found "https://github.com/cupy/cupy/actions/runs/499/attempts/1"
     "#);
 }
 
@@ -1024,18 +1066,20 @@ fn issue12_refuses_plain_http_blob_url_off_loopback() {
     let (r, out) = w.fetch(&gh, PUSH);
     assert_nothing_written(&out);
     vouch_snapshot!(&r, @r#"
-        success: false
-        exit_code: 31
-        ----- stdout -----
-        {
-          "exit_code": 31,
-          "fetched": false,
-          "message": "no artifact named \"cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111\" passed: artifact 1001 (run 500): GitHub API: GET http://0.0.0.0:[PORT]/blob/1001: refusing a non-https download URL"
-        }
+    success: false
+    exit_code: 31
+    ----- stdout -----
+    {
+      "exit_code": 31,
+      "fetched": false,
+      "message": "no artifact named \"cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111\" passed: artifact 1001 (run 500): GitHub API: GET http://0.0.0.0:[PORT]/blob/1001: refusing a non-https download URL",
+      "ok": false,
+      "status": "download"
+    }
 
-        ----- stderr -----
-        looking for cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111 from .github/workflows/vouch-build.yml (push of cupy/cupy)
-        error: no artifact named "cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111" passed: artifact 1001 (run 500): GitHub API: GET http://0.0.0.0:[PORT]/blob/1001: refusing a non-https download URL
+    ----- stderr -----
+    looking for cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111 from .github/workflows/vouch-build.yml (push of cupy/cupy)
+    error: no artifact named "cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111" passed: artifact 1001 (run 500): GitHub API: GET http://0.0.0.0:[PORT]/blob/1001: refusing a non-https download URL
     "#);
 }
 
@@ -1068,18 +1112,20 @@ fn issue12_zip_traversal_writes_nothing_outside() {
         [(r"vouch-issue12-escape-[0-9]+-[0-9]+", "vouch-issue12-escape-[ID]")],
         &r,
         @r#"
-        success: false
-        exit_code: 32
-        ----- stdout -----
-        {
-          "exit_code": 32,
-          "fetched": false,
-          "message": "no artifact named \"cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111\" passed: artifact 1001 (run 500): member \"../../vouch-issue12-escape-[ID]/evil\" has an unsafe name (`..` component)"
-        }
+    success: false
+    exit_code: 32
+    ----- stdout -----
+    {
+      "exit_code": 32,
+      "fetched": false,
+      "message": "no artifact named \"cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111\" passed: artifact 1001 (run 500): member \"../../vouch-issue12-escape-[ID]/evil\" has an unsafe name (`..` component)",
+      "ok": false,
+      "status": "unsafe-archive"
+    }
 
-        ----- stderr -----
-        looking for cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111 from .github/workflows/vouch-build.yml (push of cupy/cupy)
-        error: no artifact named "cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111" passed: artifact 1001 (run 500): member "../../vouch-issue12-escape-[ID]/evil" has an unsafe name (`..` component)
+    ----- stderr -----
+    looking for cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111 from .github/workflows/vouch-build.yml (push of cupy/cupy)
+    error: no artifact named "cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111" passed: artifact 1001 (run 500): member "../../vouch-issue12-escape-[ID]/evil" has an unsafe name (`..` component)
     "#);
 }
 
@@ -1371,35 +1417,39 @@ fn issue12_expiry_hint_only_when_no_artifact_is_listed() {
     );
     assert_nothing_written(&out);
     vouch_snapshot!(&r, @r#"
-        success: false
-        exit_code: 30
-        ----- stdout -----
-        {
-          "exit_code": 30,
-          "fetched": false,
-          "message": "no artifact named \"no-such-artifact\" is listed (expired artifacts are no longer listed)"
-        }
+    success: false
+    exit_code: 30
+    ----- stdout -----
+    {
+      "exit_code": 30,
+      "fetched": false,
+      "message": "no artifact named \"no-such-artifact\" is listed (expired artifacts are no longer listed)",
+      "ok": false,
+      "status": "no-run"
+    }
 
-        ----- stderr -----
-        looking for no-such-artifact from .github/workflows/vouch-build.yml (push of cupy/cupy)
-        error: no artifact named "no-such-artifact" is listed (expired artifacts are no longer listed)
+    ----- stderr -----
+    looking for no-such-artifact from .github/workflows/vouch-build.yml (push of cupy/cupy)
+    error: no artifact named "no-such-artifact" is listed (expired artifacts are no longer listed)
     "#);
     w.edit("runs/500.json", |r| r["conclusion"] = "failure".into());
     let (r, out) = w.fetch(&gh, PUSH);
     assert_nothing_written(&out);
     vouch_snapshot!(&r, @r#"
-        success: false
-        exit_code: 30
-        ----- stdout -----
-        {
-          "exit_code": 30,
-          "fetched": false,
-          "message": "no artifact named \"cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111\" passed: artifact 1001 (run 500): run did not succeed (status \"completed\", conclusion \"failure\")"
-        }
+    success: false
+    exit_code: 30
+    ----- stdout -----
+    {
+      "exit_code": 30,
+      "fetched": false,
+      "message": "no artifact named \"cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111\" passed: artifact 1001 (run 500): run did not succeed (status \"completed\", conclusion \"failure\")",
+      "ok": false,
+      "status": "no-run"
+    }
 
-        ----- stderr -----
-        looking for cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111 from .github/workflows/vouch-build.yml (push of cupy/cupy)
-        error: no artifact named "cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111" passed: artifact 1001 (run 500): run did not succeed (status "completed", conclusion "failure")
+    ----- stderr -----
+    looking for cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111 from .github/workflows/vouch-build.yml (push of cupy/cupy)
+    error: no artifact named "cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111" passed: artifact 1001 (run 500): run did not succeed (status "completed", conclusion "failure")
     "#);
     assert!(!r.stderr.contains("expired"), "{}", r.stderr);
 }

@@ -694,19 +694,23 @@ fn pr_policy_requires_the_certificate_ref() {
     let (signed, r) = sign_keyless(&sigstore, &GithubClaims::push("cupy/cupy", SHA), &[]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     vouch_snapshot!(verify_signed(&signed, &["--pr", "7"]), @r#"
-        success: false
-        exit_code: 16
-        ----- stdout -----
-        {
-          "verified": false,
-          "kind": "policy",
-          "message": "source ref for the pull request (OID .1.14): expected \"refs/pull/7/merge\", found \"refs/heads/main\"",
-          "causes": []
-        }
+    success: false
+    exit_code: 16
+    ----- stdout -----
+    {
+      "verified": false,
+      "ok": false,
+      "exit_code": 16,
+      "status": "policy",
+      "results": [],
+      "kind": "policy",
+      "message": "source ref for the pull request (OID .1.14): expected \"refs/pull/7/merge\", found \"refs/heads/main\"",
+      "causes": []
+    }
 
-        ----- stderr -----
-        error: verification of [TEMP]/wheel.sigstore.json failed
-          caused by: policy check failed: source ref for the pull request (OID .1.14): expected "refs/pull/7/merge", found "refs/heads/main"
+    ----- stderr -----
+    error: verification of [TEMP]/wheel.sigstore.json failed
+      caused by: policy check failed: source ref for the pull request (OID .1.14): expected "refs/pull/7/merge", found "refs/heads/main"
     "#);
 }
 
@@ -767,19 +771,23 @@ fn issue12_key_signed_bundle_for_another_file_is_a_digest_failure() {
     let other = dir.path().join("pkg-1.0-py3-none-any-other.whl");
     std::fs::write(&other, b"other wheel bytes").unwrap();
     vouch_snapshot!(verify_key(&other, &bundle, &key, &[]), @r#"
-        success: false
-        exit_code: 15
-        ----- stdout -----
-        {
-          "verified": false,
-          "kind": "digest",
-          "message": "sha256:[SHA256] is not among the statement's subjects (pkg-1.0-py3-none-any.whl sha256:[SHA256])",
-          "causes": []
-        }
+    success: false
+    exit_code: 15
+    ----- stdout -----
+    {
+      "verified": false,
+      "ok": false,
+      "exit_code": 15,
+      "status": "digest",
+      "results": [],
+      "kind": "digest",
+      "message": "sha256:[SHA256] is not among the statement's subjects (pkg-1.0-py3-none-any.whl sha256:[SHA256])",
+      "causes": []
+    }
 
-        ----- stderr -----
-        error: verification of [TEMP]/b.sigstore.json failed
-          caused by: digest check failed: sha256:[SHA256] is not among the statement's subjects (pkg-1.0-py3-none-any.whl sha256:[SHA256])
+    ----- stderr -----
+    error: verification of [TEMP]/b.sigstore.json failed
+      caused by: digest check failed: sha256:[SHA256] is not among the statement's subjects (pkg-1.0-py3-none-any.whl sha256:[SHA256])
     "#);
 }
 
@@ -849,23 +857,27 @@ fn issue12_json_failure_carries_the_cause_chain() {
     });
     // The parser's reason is among the causes.
     vouch_snapshot!(verify_cli(&b, &[]), @r#"
-        success: false
-        exit_code: 10
-        ----- stdout -----
-        {
-          "verified": false,
-          "kind": "bundle",
-          "message": "[TEMP]/tampered-cli-gh-2.50.0-windows-arm64.sigstore.json is not a valid Sigstore bundle",
-          "causes": [
-            "JSON error: DSSE envelope must contain exactly one signature, found 0 at line 54 column 1"
-          ]
-        }
+    success: false
+    exit_code: 10
+    ----- stdout -----
+    {
+      "verified": false,
+      "ok": false,
+      "exit_code": 10,
+      "status": "bundle",
+      "results": [],
+      "kind": "bundle",
+      "message": "[TEMP]/tampered-cli-gh-2.50.0-windows-arm64.sigstore.json is not a valid Sigstore bundle",
+      "causes": [
+        "JSON error: DSSE envelope must contain exactly one signature, found 0 at line 54 column 1"
+      ]
+    }
 
-        ----- stderr -----
-        error: verification of [TEMP]/tampered-cli-gh-2.50.0-windows-arm64.sigstore.json failed
-          caused by: bundle check failed: [TEMP]/tampered-cli-gh-2.50.0-windows-arm64.sigstore.json is not a valid Sigstore bundle
-          caused by: JSON error: DSSE envelope must contain exactly one signature, found 0 at line 54 column 1
-          caused by: DSSE envelope must contain exactly one signature, found 0 at line 54 column 1
+    ----- stderr -----
+    error: verification of [TEMP]/tampered-cli-gh-2.50.0-windows-arm64.sigstore.json failed
+      caused by: bundle check failed: [TEMP]/tampered-cli-gh-2.50.0-windows-arm64.sigstore.json is not a valid Sigstore bundle
+      caused by: JSON error: DSSE envelope must contain exactly one signature, found 0 at line 54 column 1
+      caused by: DSSE envelope must contain exactly one signature, found 0 at line 54 column 1
     "#);
 }
 
@@ -911,25 +923,44 @@ fn issue12_bad_inputs_are_refused_before_verifying() {
     // A private key, or not a key at all, as --key.
     let private = dir.path().join("signing.pem");
     vouch_snapshot!(verify_key(&file, &bundle, &private, &[]), @r#"
-        success: false
-        exit_code: 17
-        ----- stdout -----
+    success: false
+    exit_code: 17
+    ----- stdout -----
+    {
+      "causes": [
+        "trust-root check failed: the file holds a private key; give the public key (`vouch keygen` writes it to <key>.pub)"
+      ],
+      "exit_code": 17,
+      "message": "--key \"[TEMP]/signing.pem\"",
+      "ok": false,
+      "status": "trust-root"
+    }
 
-        ----- stderr -----
-        error: --key "[TEMP]/signing.pem"
-          caused by: trust-root check failed: the file holds a private key; give the public key (`vouch keygen` writes it to <key>.pub)
+    ----- stderr -----
+    error: --key "[TEMP]/signing.pem"
+      caused by: trust-root check failed: the file holds a private key; give the public key (`vouch keygen` writes it to <key>.pub)
     "#);
     let junk = dir.path().join("junk.pem");
     std::fs::write(&junk, "not a key").unwrap();
     vouch_snapshot!(verify_key(&file, &bundle, &junk, &[]), @r#"
-        success: false
-        exit_code: 17
-        ----- stdout -----
+    success: false
+    exit_code: 17
+    ----- stdout -----
+    {
+      "causes": [
+        "trust-root check failed: the file is not a PEM public key (`-----BEGIN PUBLIC KEY-----`)",
+        "Invalid encoding: failed to parse PEM: malformedframing"
+      ],
+      "exit_code": 17,
+      "message": "--key \"[TEMP]/junk.pem\"",
+      "ok": false,
+      "status": "trust-root"
+    }
 
-        ----- stderr -----
-        error: --key "[TEMP]/junk.pem"
-          caused by: trust-root check failed: the file is not a PEM public key (`-----BEGIN PUBLIC KEY-----`)
-          caused by: Invalid encoding: failed to parse PEM: malformedframing
+    ----- stderr -----
+    error: --key "[TEMP]/junk.pem"
+      caused by: trust-root check failed: the file is not a PEM public key (`-----BEGIN PUBLIC KEY-----`)
+      caused by: Invalid encoding: failed to parse PEM: malformedframing
     "#);
     // A short commit or a malformed event could never match: usage errors.
     for flags in [
@@ -947,12 +978,19 @@ fn issue12_bad_inputs_are_refused_before_verifying() {
         &key,
         &["--issuer", "https://token.actions.githubusercontent.com"],
     ), @r#"
-        success: false
-        exit_code: 2
-        ----- stdout -----
+    success: false
+    exit_code: 2
+    ----- stdout -----
+    {
+      "causes": [],
+      "exit_code": 2,
+      "message": "--issuer applies to certificates; a bundle verified with --key has none",
+      "ok": false,
+      "status": "usage"
+    }
 
-        ----- stderr -----
-        error: --issuer applies to certificates; a bundle verified with --key has none
+    ----- stderr -----
+    error: --issuer applies to certificates; a bundle verified with --key has none
     "#);
     // Evidence that is a FIFO is refused, not waited on.
     let fifo = dir.path().join("fifo.sigstore.json");

@@ -760,136 +760,249 @@ fn the_signer_refuses() {
         (*label, r)
     });
     insta::assert_snapshot!(snapshot_cases(runs.collect::<Vec<_>>(), &[]), @r#"
-        ===== "the build run failed"
-        success: false
-        exit_code: 30
-        ----- stdout -----
+    ===== "the build run failed"
+    success: false
+    exit_code: 30
+    ----- stdout -----
+    {
+      "causes": [
+        "it did not succeed (status \"completed\", conclusion \"failure\")"
+      ],
+      "exit_code": 30,
+      "message": "build run 700 is not signed",
+      "ok": false,
+      "status": "no-run"
+    }
 
-        ----- stderr -----
-        error: build run 700 is not signed
-          caused by: it did not succeed (status "completed", conclusion "failure")
-        ::error title=vouch::build run 700 is not signed: it did not succeed (status "completed", conclusion "failure")
+    ----- stderr -----
+    error: build run 700 is not signed
+      caused by: it did not succeed (status "completed", conclusion "failure")
+    ::error title=vouch::build run 700 is not signed: it did not succeed (status "completed", conclusion "failure")
 
-        ===== "a push build"
-        success: false
-        exit_code: 30
-        ----- stdout -----
+    ===== "a push build"
+    success: false
+    exit_code: 30
+    ----- stdout -----
+    {
+      "causes": [
+        "its event is \"push\": only pull_request builds are signed here (push builds sign in their own run)"
+      ],
+      "exit_code": 30,
+      "message": "build run 700 is not signed",
+      "ok": false,
+      "status": "no-run"
+    }
 
-        ----- stderr -----
-        error: build run 700 is not signed
-          caused by: its event is "push": only pull_request builds are signed here (push builds sign in their own run)
-        ::error title=vouch::build run 700 is not signed: its event is "push": only pull_request builds are signed here (push builds sign in their own run)
+    ----- stderr -----
+    error: build run 700 is not signed
+      caused by: its event is "push": only pull_request builds are signed here (push builds sign in their own run)
+    ::error title=vouch::build run 700 is not signed: its event is "push": only pull_request builds are signed here (push builds sign in their own run)
 
-        ===== "another workflow's run"
-        success: false
-        exit_code: 30
-        ----- stdout -----
+    ===== "another workflow's run"
+    success: false
+    exit_code: 30
+    ----- stdout -----
+    {
+      "causes": [
+        "its workflow_id is 12, not 11 (.github/workflows/vouch-build.yml): another workflow's run"
+      ],
+      "exit_code": 30,
+      "message": "build run 700 is not signed",
+      "ok": false,
+      "status": "no-run"
+    }
 
-        ----- stderr -----
-        error: build run 700 is not signed
-          caused by: its workflow_id is 12, not 11 (.github/workflows/vouch-build.yml): another workflow's run
-        ::error title=vouch::build run 700 is not signed: its workflow_id is 12, not 11 (.github/workflows/vouch-build.yml): another workflow's run
+    ----- stderr -----
+    error: build run 700 is not signed
+      caused by: its workflow_id is 12, not 11 (.github/workflows/vouch-build.yml): another workflow's run
+    ::error title=vouch::build run 700 is not signed: its workflow_id is 12, not 11 (.github/workflows/vouch-build.yml): another workflow's run
 
-        ===== "the PR's head moved after the build"
-        success: false
-        exit_code: 30
-        ----- stdout -----
+    ===== "the PR's head moved after the build"
+    success: false
+    exit_code: 30
+    ----- stdout -----
+    {
+      "causes": [
+        "pull request #7's head is now 2222222222222222222222222222222222222222; the run built 1111111111111111111111111111111111111111, which nobody has asked to test since"
+      ],
+      "exit_code": 30,
+      "message": "build run 700 is not signed",
+      "ok": false,
+      "status": "no-run"
+    }
 
-        ----- stderr -----
-        error: build run 700 is not signed
-          caused by: pull request #7's head is now 2222222222222222222222222222222222222222; the run built 1111111111111111111111111111111111111111, which nobody has asked to test since
-        ::error title=vouch::build run 700 is not signed: pull request #7's head is now 2222222222222222222222222222222222222222; the run built 1111111111111111111111111111111111111111, which nobody has asked to test since
+    ----- stderr -----
+    error: build run 700 is not signed
+      caused by: pull request #7's head is now 2222222222222222222222222222222222222222; the run built 1111111111111111111111111111111111111111, which nobody has asked to test since
+    ::error title=vouch::build run 700 is not signed: pull request #7's head is now 2222222222222222222222222222222222222222; the run built 1111111111111111111111111111111111111111, which nobody has asked to test since
 
-        ===== "the PR now targets another base branch"
-        success: false
-        exit_code: 30
-        ----- stdout -----
+    ===== "the PR now targets another base branch"
+    success: false
+    exit_code: 30
+    ----- stdout -----
+    {
+      "causes": [
+        "pull request #7 now targets \"v14\"; the request was for \"main\""
+      ],
+      "exit_code": 30,
+      "message": "build run 700 is not signed",
+      "ok": false,
+      "status": "no-run"
+    }
 
-        ----- stderr -----
-        error: build run 700 is not signed
-          caused by: pull request #7 now targets "v14"; the request was for "main"
-        ::error title=vouch::build run 700 is not signed: pull request #7 now targets "v14"; the request was for "main"
+    ----- stderr -----
+    error: build run 700 is not signed
+      caused by: pull request #7 now targets "v14"; the request was for "main"
+    ::error title=vouch::build run 700 is not signed: pull request #7 now targets "v14"; the request was for "main"
 
-        ===== "the PR was closed"
-        success: false
-        exit_code: 30
-        ----- stdout -----
+    ===== "the PR was closed"
+    success: false
+    exit_code: 30
+    ----- stdout -----
+    {
+      "causes": [
+        "no open pull request has head \"contributor:feature\""
+      ],
+      "exit_code": 30,
+      "message": "build run 700 is not signed",
+      "ok": false,
+      "status": "no-run"
+    }
 
-        ----- stderr -----
-        error: build run 700 is not signed
-          caused by: no open pull request has head "contributor:feature"
-        ::error title=vouch::build run 700 is not signed: no open pull request has head "contributor:feature"
+    ----- stderr -----
+    error: build run 700 is not signed
+      caused by: no open pull request has head "contributor:feature"
+    ::error title=vouch::build run 700 is not signed: no open pull request has head "contributor:feature"
 
-        ===== "only another PR's request"
-        success: false
-        exit_code: 30
-        ----- stdout -----
+    ===== "only another PR's request"
+    success: false
+    exit_code: 30
+    ----- stdout -----
+    {
+      "causes": [
+        "no open pull request from \"contributor:feature\" has a /test request for 1111111111111111111111111111111111111111 recorded by a default-branch run of this repository (#7: no artifact \"vouch-request-7-1111111111111111111111111111111111111111\" is listed)"
+      ],
+      "exit_code": 30,
+      "message": "build run 700 is not signed",
+      "ok": false,
+      "status": "no-run"
+    }
 
-        ----- stderr -----
-        error: build run 700 is not signed
-          caused by: no open pull request from "contributor:feature" has a /test request for 1111111111111111111111111111111111111111 recorded by a default-branch run of this repository (#7: no artifact "vouch-request-7-1111111111111111111111111111111111111111" is listed)
-        ::error title=vouch::build run 700 is not signed: no open pull request from "contributor:feature" has a /test request for 1111111111111111111111111111111111111111 recorded by a default-branch run of this repository (#7: no artifact "vouch-request-7-1111111111111111111111111111111111111111" is listed)
+    ----- stderr -----
+    error: build run 700 is not signed
+      caused by: no open pull request from "contributor:feature" has a /test request for 1111111111111111111111111111111111111111 recorded by a default-branch run of this repository (#7: no artifact "vouch-request-7-1111111111111111111111111111111111111111" is listed)
+    ::error title=vouch::build run 700 is not signed: no open pull request from "contributor:feature" has a /test request for 1111111111111111111111111111111111111111 recorded by a default-branch run of this repository (#7: no artifact "vouch-request-7-1111111111111111111111111111111111111111" is listed)
 
-        ===== "a request naming another PR"
-        success: false
-        exit_code: 30
-        ----- stdout -----
+    ===== "a request naming another PR"
+    success: false
+    exit_code: 30
+    ----- stdout -----
+    {
+      "causes": [
+        "the request recorded for #7 says pr is \"8\", the API says \"7\""
+      ],
+      "exit_code": 30,
+      "message": "build run 700 is not signed",
+      "ok": false,
+      "status": "no-run"
+    }
 
-        ----- stderr -----
-        error: build run 700 is not signed
-          caused by: the request recorded for #7 says pr is "8", the API says "7"
-        ::error title=vouch::build run 700 is not signed: the request recorded for #7 says pr is "8", the API says "7"
+    ----- stderr -----
+    error: build run 700 is not signed
+      caused by: the request recorded for #7 says pr is "8", the API says "7"
+    ::error title=vouch::build run 700 is not signed: the request recorded for #7 says pr is "8", the API says "7"
 
-        ===== "a request forged by the fork's own run"
-        success: false
-        exit_code: 30
-        ----- stdout -----
+    ===== "a request forged by the fork's own run"
+    success: false
+    exit_code: 30
+    ----- stdout -----
+    {
+      "causes": [
+        "no open pull request from \"contributor:feature\" has a /test request for 1111111111111111111111111111111111111111 recorded by a default-branch run of this repository (#7: artifact 2001 was uploaded by run 700 of branch \"feature\" in repository 99 (a request counts only from \"main\" of repository 1))"
+      ],
+      "exit_code": 30,
+      "message": "build run 700 is not signed",
+      "ok": false,
+      "status": "no-run"
+    }
 
-        ----- stderr -----
-        error: build run 700 is not signed
-          caused by: no open pull request from "contributor:feature" has a /test request for 1111111111111111111111111111111111111111 recorded by a default-branch run of this repository (#7: artifact 2001 was uploaded by run 700 of branch "feature" in repository 99 (a request counts only from "main" of repository 1))
-        ::error title=vouch::build run 700 is not signed: no open pull request from "contributor:feature" has a /test request for 1111111111111111111111111111111111111111 recorded by a default-branch run of this repository (#7: artifact 2001 was uploaded by run 700 of branch "feature" in repository 99 (a request counts only from "main" of repository 1))
+    ----- stderr -----
+    error: build run 700 is not signed
+      caused by: no open pull request from "contributor:feature" has a /test request for 1111111111111111111111111111111111111111 recorded by a default-branch run of this repository (#7: artifact 2001 was uploaded by run 700 of branch "feature" in repository 99 (a request counts only from "main" of repository 1))
+    ::error title=vouch::build run 700 is not signed: no open pull request from "contributor:feature" has a /test request for 1111111111111111111111111111111111111111 recorded by a default-branch run of this repository (#7: artifact 2001 was uploaded by run 700 of branch "feature" in repository 99 (a request counts only from "main" of repository 1))
 
-        ===== "a request from a default-branch run of another workflow"
-        success: false
-        exit_code: 30
-        ----- stdout -----
+    ===== "a request from a default-branch run of another workflow"
+    success: false
+    exit_code: 30
+    ----- stdout -----
+    {
+      "causes": [
+        "its request for #7 was recorded by run 650, which is a run of workflow 11 (\".github/workflows/vouch-build.yml\"), not an issue_comment run of .github/workflows/vouch-trigger.yml"
+      ],
+      "exit_code": 30,
+      "message": "build run 700 is not signed",
+      "ok": false,
+      "status": "no-run"
+    }
 
-        ----- stderr -----
-        error: build run 700 is not signed
-          caused by: its request for #7 was recorded by run 650, which is a run of workflow 11 (".github/workflows/vouch-build.yml"), not an issue_comment run of .github/workflows/vouch-trigger.yml
-        ::error title=vouch::build run 700 is not signed: its request for #7 was recorded by run 650, which is a run of workflow 11 (".github/workflows/vouch-build.yml"), not an issue_comment run of .github/workflows/vouch-trigger.yml
+    ----- stderr -----
+    error: build run 700 is not signed
+      caused by: its request for #7 was recorded by run 650, which is a run of workflow 11 (".github/workflows/vouch-build.yml"), not an issue_comment run of .github/workflows/vouch-trigger.yml
+    ::error title=vouch::build run 700 is not signed: its request for #7 was recorded by run 650, which is a run of workflow 11 (".github/workflows/vouch-build.yml"), not an issue_comment run of .github/workflows/vouch-trigger.yml
 
-        ===== "two wheels in one unsigned artifact"
-        success: false
-        exit_code: 3
-        ----- stdout -----
+    ===== "two wheels in one unsigned artifact"
+    success: false
+    exit_code: 3
+    ----- stdout -----
+    {
+      "causes": [],
+      "exit_code": 3,
+      "message": "artifact \"unsigned-vouch-sample-py3.11-linux-64-pr7-1111111111111111111111111111111111111111\" (id 2002) is not one cell's wheel: it holds 2 wheels (vouch_sample-0.1.0-cp311-cp311-linux_x86_64.whl, vouch_sample-0.1.1-cp311-cp311-linux_x86_64.whl); exactly one, the cell's, is signed",
+      "ok": false,
+      "status": "invalid-input"
+    }
 
-        ----- stderr -----
-        pinned run 700 (pull_request of contributor/cupy at 1111111111111111111111111111111111111111) for #7: /test by maintainer (MEMBER), comment 99, recorded by run 650
-        error: artifact "unsigned-vouch-sample-py3.11-linux-64-pr7-1111111111111111111111111111111111111111" (id 2002) is not one cell's wheel: it holds 2 wheels (vouch_sample-0.1.0-cp311-cp311-linux_x86_64.whl, vouch_sample-0.1.1-cp311-cp311-linux_x86_64.whl); exactly one, the cell's, is signed
-        ::error title=vouch::artifact "unsigned-vouch-sample-py3.11-linux-64-pr7-1111111111111111111111111111111111111111" (id 2002) is not one cell's wheel: it holds 2 wheels (vouch_sample-0.1.0-cp311-cp311-linux_x86_64.whl, vouch_sample-0.1.1-cp311-cp311-linux_x86_64.whl); exactly one, the cell's, is signed
+    ----- stderr -----
+    pinned run 700 (pull_request of contributor/cupy at 1111111111111111111111111111111111111111) for #7: /test by maintainer (MEMBER), comment 99, recorded by run 650
+    error: artifact "unsigned-vouch-sample-py3.11-linux-64-pr7-1111111111111111111111111111111111111111" (id 2002) is not one cell's wheel: it holds 2 wheels (vouch_sample-0.1.0-cp311-cp311-linux_x86_64.whl, vouch_sample-0.1.1-cp311-cp311-linux_x86_64.whl); exactly one, the cell's, is signed
+    ::error title=vouch::artifact "unsigned-vouch-sample-py3.11-linux-64-pr7-1111111111111111111111111111111111111111" (id 2002) is not one cell's wheel: it holds 2 wheels (vouch_sample-0.1.0-cp311-cp311-linux_x86_64.whl, vouch_sample-0.1.1-cp311-cp311-linux_x86_64.whl); exactly one, the cell's, is signed
 
-        ===== "a wheel of another cell under this cell's name"
-        success: false
-        exit_code: 3
-        ----- stdout -----
+    ===== "a wheel of another cell under this cell's name"
+    success: false
+    exit_code: 3
+    ----- stdout -----
+    {
+      "causes": [],
+      "exit_code": 3,
+      "message": "artifact \"unsigned-vouch-sample-py3.11-linux-64-pr7-1111111111111111111111111111111111111111\" (id 2002) is not one cell's wheel: vouch_sample-0.1.0-cp312-cp312-linux_x86_64.whl: tags cp312-cp312 include no cp311-cp311 (Python 3.11)",
+      "ok": false,
+      "status": "invalid-input"
+    }
 
-        ----- stderr -----
-        pinned run 700 (pull_request of contributor/cupy at 1111111111111111111111111111111111111111) for #7: /test by maintainer (MEMBER), comment 99, recorded by run 650
-        error: artifact "unsigned-vouch-sample-py3.11-linux-64-pr7-1111111111111111111111111111111111111111" (id 2002) is not one cell's wheel: vouch_sample-0.1.0-cp312-cp312-linux_x86_64.whl: tags cp312-cp312 include no cp311-cp311 (Python 3.11)
-        ::error title=vouch::artifact "unsigned-vouch-sample-py3.11-linux-64-pr7-1111111111111111111111111111111111111111" (id 2002) is not one cell's wheel: vouch_sample-0.1.0-cp312-cp312-linux_x86_64.whl: tags cp312-cp312 include no cp311-cp311 (Python 3.11)
+    ----- stderr -----
+    pinned run 700 (pull_request of contributor/cupy at 1111111111111111111111111111111111111111) for #7: /test by maintainer (MEMBER), comment 99, recorded by run 650
+    error: artifact "unsigned-vouch-sample-py3.11-linux-64-pr7-1111111111111111111111111111111111111111" (id 2002) is not one cell's wheel: vouch_sample-0.1.0-cp312-cp312-linux_x86_64.whl: tags cp312-cp312 include no cp311-cp311 (Python 3.11)
+    ::error title=vouch::artifact "unsigned-vouch-sample-py3.11-linux-64-pr7-1111111111111111111111111111111111111111" (id 2002) is not one cell's wheel: vouch_sample-0.1.0-cp312-cp312-linux_x86_64.whl: tags cp312-cp312 include no cp311-cp311 (Python 3.11)
 
-        ===== "the artifact is another run's"
-        success: false
-        exit_code: 30
-        ----- stdout -----
+    ===== "the artifact is another run's"
+    success: false
+    exit_code: 30
+    ----- stdout -----
+    {
+      "causes": [
+        "\"vouch-sample-py3.11-linux-64-pr7-1111111111111111111111111111111111111111\" is not an artifact of it to sign (the run uploaded no unsigned-vouch-sample-py3.11-linux-64-pr7-1111111111111111111111111111111111111111; it has vouch-sample-py3.12-linux-64-pr7-1111111111111111111111111111111111111111)"
+      ],
+      "exit_code": 30,
+      "message": "build run 700 is not signed",
+      "ok": false,
+      "status": "no-run"
+    }
 
-        ----- stderr -----
-        pinned run 700 (pull_request of contributor/cupy at 1111111111111111111111111111111111111111) for #7: /test by maintainer (MEMBER), comment 99, recorded by run 650
-        error: build run 700 is not signed
-          caused by: "vouch-sample-py3.11-linux-64-pr7-1111111111111111111111111111111111111111" is not an artifact of it to sign (the run uploaded no unsigned-vouch-sample-py3.11-linux-64-pr7-1111111111111111111111111111111111111111; it has vouch-sample-py3.12-linux-64-pr7-1111111111111111111111111111111111111111)
-        ::error title=vouch::build run 700 is not signed: "vouch-sample-py3.11-linux-64-pr7-1111111111111111111111111111111111111111" is not an artifact of it to sign (the run uploaded no unsigned-vouch-sample-py3.11-linux-64-pr7-1111111111111111111111111111111111111111; it has vouch-sample-py3.12-linux-64-pr7-1111111111111111111111111111111111111111)
+    ----- stderr -----
+    pinned run 700 (pull_request of contributor/cupy at 1111111111111111111111111111111111111111) for #7: /test by maintainer (MEMBER), comment 99, recorded by run 650
+    error: build run 700 is not signed
+      caused by: "vouch-sample-py3.11-linux-64-pr7-1111111111111111111111111111111111111111" is not an artifact of it to sign (the run uploaded no unsigned-vouch-sample-py3.11-linux-64-pr7-1111111111111111111111111111111111111111; it has vouch-sample-py3.12-linux-64-pr7-1111111111111111111111111111111111111111)
+    ::error title=vouch::build run 700 is not signed: "vouch-sample-py3.11-linux-64-pr7-1111111111111111111111111111111111111111" is not an artifact of it to sign (the run uploaded no unsigned-vouch-sample-py3.11-linux-64-pr7-1111111111111111111111111111111111111111; it has vouch-sample-py3.12-linux-64-pr7-1111111111111111111111111111111111111111)
     "#);
 }
 
@@ -987,117 +1100,133 @@ fn the_consumer_refuses() {
         assert!(!r.stdout.contains("\"fetched\": true"), "{label}");
     }
     insta::assert_snapshot!(snapshot_cases(runs, &[]), @r#"
-        ===== "expecting another head"
-        success: false
-        exit_code: 16
-        ----- stdout -----
-        {
-          "exit_code": 16,
-          "fetched": false,
-          "message": "no artifact named \"vouch-sample-py3.11-linux-64-pr7-1111111111111111111111111111111111111111\" passed: artifact 3001 (run 900): vouch_sample-0.1.0-cp311-cp311-linux_x86_64.whl: policy check failed: statement buildRun.headSha: expected \"3333333333333333333333333333333333333333\", found \"1111111111111111111111111111111111111111\""
-        }
+    ===== "expecting another head"
+    success: false
+    exit_code: 16
+    ----- stdout -----
+    {
+      "exit_code": 16,
+      "fetched": false,
+      "message": "no artifact named \"vouch-sample-py3.11-linux-64-pr7-1111111111111111111111111111111111111111\" passed: artifact 3001 (run 900): vouch_sample-0.1.0-cp311-cp311-linux_x86_64.whl: policy check failed: statement buildRun.headSha: expected \"3333333333333333333333333333333333333333\", found \"1111111111111111111111111111111111111111\"",
+      "ok": false,
+      "status": "policy"
+    }
 
-        ----- stderr -----
-        looking for vouch-sample-py3.11-linux-64-pr7-1111111111111111111111111111111111111111 signed by .github/workflows/vouch-sign.yml (a pull_request build of #7 by .github/workflows/vouch-build.yml of cupy/cupy)
-        error: no artifact named "vouch-sample-py3.11-linux-64-pr7-1111111111111111111111111111111111111111" passed: artifact 3001 (run 900): vouch_sample-0.1.0-cp311-cp311-linux_x86_64.whl: policy check failed: statement buildRun.headSha: expected "3333333333333333333333333333333333333333", found "1111111111111111111111111111111111111111"
+    ----- stderr -----
+    looking for vouch-sample-py3.11-linux-64-pr7-1111111111111111111111111111111111111111 signed by .github/workflows/vouch-sign.yml (a pull_request build of #7 by .github/workflows/vouch-build.yml of cupy/cupy)
+    error: no artifact named "vouch-sample-py3.11-linux-64-pr7-1111111111111111111111111111111111111111" passed: artifact 3001 (run 900): vouch_sample-0.1.0-cp311-cp311-linux_x86_64.whl: policy check failed: statement buildRun.headSha: expected "3333333333333333333333333333333333333333", found "1111111111111111111111111111111111111111"
 
-        ===== "expecting another head, name rendered from it"
-        success: false
-        exit_code: 30
-        ----- stdout -----
-        {
-          "exit_code": 30,
-          "fetched": false,
-          "message": "no artifact named \"vouch-sample-py3.11-linux-64-pr7-3333333333333333333333333333333333333333\" is listed (expired artifacts are no longer listed)"
-        }
+    ===== "expecting another head, name rendered from it"
+    success: false
+    exit_code: 30
+    ----- stdout -----
+    {
+      "exit_code": 30,
+      "fetched": false,
+      "message": "no artifact named \"vouch-sample-py3.11-linux-64-pr7-3333333333333333333333333333333333333333\" is listed (expired artifacts are no longer listed)",
+      "ok": false,
+      "status": "no-run"
+    }
 
-        ----- stderr -----
-        looking for vouch-sample-py3.11-linux-64-pr7-3333333333333333333333333333333333333333 signed by .github/workflows/vouch-sign.yml (a pull_request build of #7 by .github/workflows/vouch-build.yml of cupy/cupy)
-        error: no artifact named "vouch-sample-py3.11-linux-64-pr7-3333333333333333333333333333333333333333" is listed (expired artifacts are no longer listed)
+    ----- stderr -----
+    looking for vouch-sample-py3.11-linux-64-pr7-3333333333333333333333333333333333333333 signed by .github/workflows/vouch-sign.yml (a pull_request build of #7 by .github/workflows/vouch-build.yml of cupy/cupy)
+    error: no artifact named "vouch-sample-py3.11-linux-64-pr7-3333333333333333333333333333333333333333" is listed (expired artifacts are no longer listed)
 
-        ===== "expecting another PR"
-        success: false
-        exit_code: 16
-        ----- stdout -----
-        {
-          "exit_code": 16,
-          "fetched": false,
-          "message": "no artifact named \"vouch-sample-py3.11-linux-64-pr7-1111111111111111111111111111111111111111\" passed: artifact 3001 (run 900): vouch_sample-0.1.0-cp311-cp311-linux_x86_64.whl: policy check failed: statement request.pr: expected \"8\", found \"7\""
-        }
+    ===== "expecting another PR"
+    success: false
+    exit_code: 16
+    ----- stdout -----
+    {
+      "exit_code": 16,
+      "fetched": false,
+      "message": "no artifact named \"vouch-sample-py3.11-linux-64-pr7-1111111111111111111111111111111111111111\" passed: artifact 3001 (run 900): vouch_sample-0.1.0-cp311-cp311-linux_x86_64.whl: policy check failed: statement request.pr: expected \"8\", found \"7\"",
+      "ok": false,
+      "status": "policy"
+    }
 
-        ----- stderr -----
-        looking for vouch-sample-py3.11-linux-64-pr7-1111111111111111111111111111111111111111 signed by .github/workflows/vouch-sign.yml (a pull_request build of #8 by .github/workflows/vouch-build.yml of cupy/cupy)
-        error: no artifact named "vouch-sample-py3.11-linux-64-pr7-1111111111111111111111111111111111111111" passed: artifact 3001 (run 900): vouch_sample-0.1.0-cp311-cp311-linux_x86_64.whl: policy check failed: statement request.pr: expected "8", found "7"
+    ----- stderr -----
+    looking for vouch-sample-py3.11-linux-64-pr7-1111111111111111111111111111111111111111 signed by .github/workflows/vouch-sign.yml (a pull_request build of #8 by .github/workflows/vouch-build.yml of cupy/cupy)
+    error: no artifact named "vouch-sample-py3.11-linux-64-pr7-1111111111111111111111111111111111111111" passed: artifact 3001 (run 900): vouch_sample-0.1.0-cp311-cp311-linux_x86_64.whl: policy check failed: statement request.pr: expected "8", found "7"
 
-        ===== "another cell's name"
-        success: false
-        exit_code: 16
-        ----- stdout -----
-        {
-          "exit_code": 16,
-          "fetched": false,
-          "message": "no artifact named \"vouch-sample-py3.12-linux-64-pr7-1111111111111111111111111111111111111111\" passed: artifact 3002 (run 900): vouch_sample-0.1.0-cp311-cp311-linux_x86_64.whl: policy check failed: statement buildRun.artifactName: expected \"unsigned-vouch-sample-py3.12-linux-64-pr7-1111111111111111111111111111111111111111\", found \"unsigned-vouch-sample-py3.11-linux-64-pr7-1111111111111111111111111111111111111111\""
-        }
+    ===== "another cell's name"
+    success: false
+    exit_code: 16
+    ----- stdout -----
+    {
+      "exit_code": 16,
+      "fetched": false,
+      "message": "no artifact named \"vouch-sample-py3.12-linux-64-pr7-1111111111111111111111111111111111111111\" passed: artifact 3002 (run 900): vouch_sample-0.1.0-cp311-cp311-linux_x86_64.whl: policy check failed: statement buildRun.artifactName: expected \"unsigned-vouch-sample-py3.12-linux-64-pr7-1111111111111111111111111111111111111111\", found \"unsigned-vouch-sample-py3.11-linux-64-pr7-1111111111111111111111111111111111111111\"",
+      "ok": false,
+      "status": "policy"
+    }
 
-        ----- stderr -----
-        looking for vouch-sample-py3.12-linux-64-pr7-1111111111111111111111111111111111111111 signed by .github/workflows/vouch-sign.yml (a pull_request build of #7 by .github/workflows/vouch-build.yml of cupy/cupy)
-        error: no artifact named "vouch-sample-py3.12-linux-64-pr7-1111111111111111111111111111111111111111" passed: artifact 3002 (run 900): vouch_sample-0.1.0-cp311-cp311-linux_x86_64.whl: policy check failed: statement buildRun.artifactName: expected "unsigned-vouch-sample-py3.12-linux-64-pr7-1111111111111111111111111111111111111111", found "unsigned-vouch-sample-py3.11-linux-64-pr7-1111111111111111111111111111111111111111"
+    ----- stderr -----
+    looking for vouch-sample-py3.12-linux-64-pr7-1111111111111111111111111111111111111111 signed by .github/workflows/vouch-sign.yml (a pull_request build of #7 by .github/workflows/vouch-build.yml of cupy/cupy)
+    error: no artifact named "vouch-sample-py3.12-linux-64-pr7-1111111111111111111111111111111111111111" passed: artifact 3002 (run 900): vouch_sample-0.1.0-cp311-cp311-linux_x86_64.whl: policy check failed: statement buildRun.artifactName: expected "unsigned-vouch-sample-py3.12-linux-64-pr7-1111111111111111111111111111111111111111", found "unsigned-vouch-sample-py3.11-linux-64-pr7-1111111111111111111111111111111111111111"
 
-        ===== "uploaded by the PR's build run"
-        success: false
-        exit_code: 30
-        ----- stdout -----
-        {
-          "exit_code": 30,
-          "fetched": false,
-          "message": "no artifact named \"vouch-sample-py3.11-linux-64-pr7-1111111111111111111111111111111111111111\" passed: artifact 3001 (run 700): run's workflow_id 11 is not 13 (.github/workflows/vouch-sign.yml)"
-        }
+    ===== "uploaded by the PR's build run"
+    success: false
+    exit_code: 30
+    ----- stdout -----
+    {
+      "exit_code": 30,
+      "fetched": false,
+      "message": "no artifact named \"vouch-sample-py3.11-linux-64-pr7-1111111111111111111111111111111111111111\" passed: artifact 3001 (run 700): run's workflow_id 11 is not 13 (.github/workflows/vouch-sign.yml)",
+      "ok": false,
+      "status": "no-run"
+    }
 
-        ----- stderr -----
-        looking for vouch-sample-py3.11-linux-64-pr7-1111111111111111111111111111111111111111 signed by .github/workflows/vouch-sign.yml (a pull_request build of #7 by .github/workflows/vouch-build.yml of cupy/cupy)
-        error: no artifact named "vouch-sample-py3.11-linux-64-pr7-1111111111111111111111111111111111111111" passed: artifact 3001 (run 700): run's workflow_id 11 is not 13 (.github/workflows/vouch-sign.yml)
+    ----- stderr -----
+    looking for vouch-sample-py3.11-linux-64-pr7-1111111111111111111111111111111111111111 signed by .github/workflows/vouch-sign.yml (a pull_request build of #7 by .github/workflows/vouch-build.yml of cupy/cupy)
+    error: no artifact named "vouch-sample-py3.11-linux-64-pr7-1111111111111111111111111111111111111111" passed: artifact 3001 (run 700): run's workflow_id 11 is not 13 (.github/workflows/vouch-sign.yml)
 
-        ===== "a bundle of another sign run"
-        success: false
-        exit_code: 16
-        ----- stdout -----
-        {
-          "exit_code": 16,
-          "fetched": false,
-          "message": "no artifact named \"vouch-sample-py3.11-linux-64-pr7-1111111111111111111111111111111111111111\" passed: artifact 3001 (run 900): vouch_sample-0.1.0-cp311-cp311-linux_x86_64.whl: policy check failed: run (OID .1.21): expected \"900\", found \"https://github.com/cupy/cupy/actions/runs/901/attempts/1\""
-        }
+    ===== "a bundle of another sign run"
+    success: false
+    exit_code: 16
+    ----- stdout -----
+    {
+      "exit_code": 16,
+      "fetched": false,
+      "message": "no artifact named \"vouch-sample-py3.11-linux-64-pr7-1111111111111111111111111111111111111111\" passed: artifact 3001 (run 900): vouch_sample-0.1.0-cp311-cp311-linux_x86_64.whl: policy check failed: run (OID .1.21): expected \"900\", found \"https://github.com/cupy/cupy/actions/runs/901/attempts/1\"",
+      "ok": false,
+      "status": "policy"
+    }
 
-        ----- stderr -----
-        looking for vouch-sample-py3.11-linux-64-pr7-1111111111111111111111111111111111111111 signed by .github/workflows/vouch-sign.yml (a pull_request build of #7 by .github/workflows/vouch-build.yml of cupy/cupy)
-        error: no artifact named "vouch-sample-py3.11-linux-64-pr7-1111111111111111111111111111111111111111" passed: artifact 3001 (run 900): vouch_sample-0.1.0-cp311-cp311-linux_x86_64.whl: policy check failed: run (OID .1.21): expected "900", found "https://github.com/cupy/cupy/actions/runs/901/attempts/1"
+    ----- stderr -----
+    looking for vouch-sample-py3.11-linux-64-pr7-1111111111111111111111111111111111111111 signed by .github/workflows/vouch-sign.yml (a pull_request build of #7 by .github/workflows/vouch-build.yml of cupy/cupy)
+    error: no artifact named "vouch-sample-py3.11-linux-64-pr7-1111111111111111111111111111111111111111" passed: artifact 3001 (run 900): vouch_sample-0.1.0-cp311-cp311-linux_x86_64.whl: policy check failed: run (OID .1.21): expected "900", found "https://github.com/cupy/cupy/actions/runs/901/attempts/1"
 
-        ===== "a sign run of another branch"
-        success: false
-        exit_code: 30
-        ----- stdout -----
-        {
-          "exit_code": 30,
-          "fetched": false,
-          "message": "no artifact named \"vouch-sample-py3.11-linux-64-pr7-1111111111111111111111111111111111111111\" passed: artifact 3001 (run 900): run's head_branch is \"feature\", expected \"main\": a signer counts only when it runs the default branch's workflow"
-        }
+    ===== "a sign run of another branch"
+    success: false
+    exit_code: 30
+    ----- stdout -----
+    {
+      "exit_code": 30,
+      "fetched": false,
+      "message": "no artifact named \"vouch-sample-py3.11-linux-64-pr7-1111111111111111111111111111111111111111\" passed: artifact 3001 (run 900): run's head_branch is \"feature\", expected \"main\": a signer counts only when it runs the default branch's workflow",
+      "ok": false,
+      "status": "no-run"
+    }
 
-        ----- stderr -----
-        looking for vouch-sample-py3.11-linux-64-pr7-1111111111111111111111111111111111111111 signed by .github/workflows/vouch-sign.yml (a pull_request build of #7 by .github/workflows/vouch-build.yml of cupy/cupy)
-        error: no artifact named "vouch-sample-py3.11-linux-64-pr7-1111111111111111111111111111111111111111" passed: artifact 3001 (run 900): run's head_branch is "feature", expected "main": a signer counts only when it runs the default branch's workflow
+    ----- stderr -----
+    looking for vouch-sample-py3.11-linux-64-pr7-1111111111111111111111111111111111111111 signed by .github/workflows/vouch-sign.yml (a pull_request build of #7 by .github/workflows/vouch-build.yml of cupy/cupy)
+    error: no artifact named "vouch-sample-py3.11-linux-64-pr7-1111111111111111111111111111111111111111" passed: artifact 3001 (run 900): run's head_branch is "feature", expected "main": a signer counts only when it runs the default branch's workflow
 
-        ===== "signed by the PR's copy of the signer"
-        success: false
-        exit_code: 16
-        ----- stdout -----
-        {
-          "exit_code": 16,
-          "fetched": false,
-          "message": "no artifact named \"vouch-sample-py3.11-linux-64-pr7-1111111111111111111111111111111111111111\" passed: artifact 3001 (run 900): vouch_sample-0.1.0-cp311-cp311-linux_x86_64.whl: policy check failed: build trigger (OID .1.20) of a pr-build signer: expected \"workflow_run\", found \"pull_request\""
-        }
+    ===== "signed by the PR's copy of the signer"
+    success: false
+    exit_code: 16
+    ----- stdout -----
+    {
+      "exit_code": 16,
+      "fetched": false,
+      "message": "no artifact named \"vouch-sample-py3.11-linux-64-pr7-1111111111111111111111111111111111111111\" passed: artifact 3001 (run 900): vouch_sample-0.1.0-cp311-cp311-linux_x86_64.whl: policy check failed: build trigger (OID .1.20) of a pr-build signer: expected \"workflow_run\", found \"pull_request\"",
+      "ok": false,
+      "status": "policy"
+    }
 
-        ----- stderr -----
-        looking for vouch-sample-py3.11-linux-64-pr7-1111111111111111111111111111111111111111 signed by .github/workflows/vouch-sign.yml (a pull_request build of #7 by .github/workflows/vouch-build.yml of cupy/cupy)
-        error: no artifact named "vouch-sample-py3.11-linux-64-pr7-1111111111111111111111111111111111111111" passed: artifact 3001 (run 900): vouch_sample-0.1.0-cp311-cp311-linux_x86_64.whl: policy check failed: build trigger (OID .1.20) of a pr-build signer: expected "workflow_run", found "pull_request"
+    ----- stderr -----
+    looking for vouch-sample-py3.11-linux-64-pr7-1111111111111111111111111111111111111111 signed by .github/workflows/vouch-sign.yml (a pull_request build of #7 by .github/workflows/vouch-build.yml of cupy/cupy)
+    error: no artifact named "vouch-sample-py3.11-linux-64-pr7-1111111111111111111111111111111111111111" passed: artifact 3001 (run 900): vouch_sample-0.1.0-cp311-cp311-linux_x86_64.whl: policy check failed: build trigger (OID .1.20) of a pr-build signer: expected "workflow_run", found "pull_request"
     "#);
 }
 
