@@ -1310,6 +1310,10 @@ pub struct PrRunSignArgs {
     pub out: PathBuf,
     #[command(flatten)]
     pub signer: SignerArgs,
+    /// Also record the bundle in the base repository's GitHub attestation store, with the
+    /// --token-file token (which then needs `attestations: write`).
+    #[arg(long)]
+    pub record_github: bool,
     /// Print a JSON report on stdout instead of plain lines.
     #[arg(long)]
     pub json: bool,

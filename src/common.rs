@@ -412,3 +412,35 @@ impl crate::cli::GithubAccessArgs {
         )?)
     }
 }
+
+/// Whether `bundle` may be recorded in `repo`'s GitHub attestation store: its certificate
+/// must name `server/repo` as source repository, or GitHub would hold, under this repository,
+/// evidence about another. Exit 16 (policy) when it does not.
+pub fn check_recordable(
+    server: &str,
+    repo: &str,
+    bundle: &vouch_attest::Bundle,
+) -> anyhow::Result<()> {
+    let want = format!("{server}/{repo}");
+    let claimed = vouch_verify::claimed_identity(bundle)?.and_then(|i| i.repository);
+    if claimed.as_deref() != Some(want.as_str()) {
+        return Err(vouch_verify::VerifyError::mismatch(
+            vouch_verify::ErrorKind::Policy,
+            "certificate source repository (OID .1.12) of the bundle to record",
+            &want,
+            claimed.as_deref(),
+        )
+        .into());
+    }
+    Ok(())
+}
+
+/// `POST /repos/{repo}/attestations` with the bundle's JSON: the id GitHub gave the record.
+pub fn record_attestation(
+    client: &vouch_github::GithubClient,
+    repo: &str,
+    bundle_json: &str,
+) -> anyhow::Result<u64> {
+    let value: serde_json::Value = serde_json::from_str(bundle_json)?;
+    Ok(runtime()?.block_on(client.create_attestation(repo, &value))?)
+}

@@ -149,29 +149,15 @@ impl Recorder {
         }))
     }
 
-    /// Whether `bundle` may be recorded in `ctx`'s repository: its certificate must name that
-    /// repository, or GitHub would hold, under this repository, evidence about another.
-    /// Checked before the bundle is written, so a refusal leaves nothing behind.
+    /// Refuses a bundle GitHub would file under the wrong repository (see
+    /// [`crate::common::check_recordable`]); before the bundle is written.
     fn check(&self, ctx: &RunContext, bundle: &vouch_attest::Bundle) -> anyhow::Result<()> {
-        let want = format!("{}/{}", ctx.server_url, ctx.repository);
-        let claimed = vouch_verify::claimed_identity(bundle)?.and_then(|i| i.repository);
-        if claimed.as_deref() != Some(want.as_str()) {
-            return Err(vouch_verify::VerifyError::mismatch(
-                vouch_verify::ErrorKind::Policy,
-                "certificate source repository (OID .1.12) of the bundle to record",
-                &want,
-                claimed.as_deref(),
-            )
-            .into());
-        }
-        Ok(())
+        crate::common::check_recordable(&ctx.server_url, &ctx.repository, bundle)
     }
 
     /// `POST /repos/{repo}/attestations`: the id GitHub gave the record.
     fn record(&self, ctx: &RunContext, json: &str) -> anyhow::Result<u64> {
-        let value: serde_json::Value = serde_json::from_str(json)?;
-        let rt = crate::common::runtime()?;
-        Ok(rt.block_on(self.client.create_attestation(&ctx.repository, &value))?)
+        crate::common::record_attestation(&self.client, &ctx.repository, json)
     }
 }
 

@@ -3,6 +3,7 @@
 
 use std::process::ExitCode;
 
+use anyhow::Context as _;
 use serde_json::json;
 use vouch_github::GithubClient;
 use vouch_prrun::{PinInputs, PinOutcome, Pinned, Refusal};
@@ -136,11 +137,42 @@ fn sign(args: PrRunSignArgs) -> anyhow::Result<ExitCode> {
         signed_by,
     };
     let signed = rt.block_on(vouch_prrun::sign(&gh, &pinned, request, signer.as_ref()))?;
+    let recorded = if args.record_github {
+        let json = std::fs::read_to_string(&signed.bundle)
+            .with_context(|| format!("reading {:?}", signed.bundle))?;
+        let evidence = vouch_verify::parse_evidence(&json, &signed.bundle.display().to_string())?;
+        let bundle = &evidence
+            .first()
+            .context("the signed bundle is empty")?
+            .bundle;
+        let server = std::env::var("GITHUB_SERVER_URL")
+            .ok()
+            .filter(|s| !s.is_empty())
+            .unwrap_or_else(|| "https://github.com".into());
+        crate::common::check_recordable(&server, &args.run.repo, bundle)?;
+        Some(crate::common::record_attestation(
+            &gh,
+            &args.run.repo,
+            &json,
+        )?)
+    } else {
+        None
+    };
     if args.json {
-        output::json(&signed);
+        let mut doc = serde_json::to_value(&signed)?;
+        if let Some(id) = recorded {
+            doc["github_attestation"] = json!({ "id": id, "repository": args.run.repo });
+        }
+        output::json(&doc);
     } else {
         output::data(format!("{}  {}", signed.sha256, signed.wheel.display()));
         output::data(format!("bundle: {}", signed.bundle.display()));
+        if let Some(id) = recorded {
+            output::data(format!(
+                "recorded in {}'s attestation store as attestation {id}",
+                args.run.repo
+            ));
+        }
     }
     output::step_summary(&format!(
         "| vouch pr-run sign | `{}` | #{} at {} (run {}) | `{}` |\n",

@@ -226,6 +226,18 @@ impl World {
         run_id: u64,
         git_ref: &str,
     ) -> (Run, PathBuf) {
+        self.sign_with(gh, artifact, run_id, git_ref, &[])
+    }
+
+    /// [`Self::sign_as`] with `extra` flags.
+    fn sign_with(
+        &self,
+        gh: &FakeGithub,
+        artifact: &str,
+        run_id: u64,
+        git_ref: &str,
+        extra: &[&str],
+    ) -> (Run, PathBuf) {
         let out = self.dir.path().join(format!("signed-{}", unique()));
         let event = if git_ref.starts_with("refs/pull/") {
             "pull_request"
@@ -240,7 +252,8 @@ impl World {
             .arg(&out)
             .args(["--signer", "sigstore", "--fulcio-url", &self.sigstore.url])
             .args(["--rekor-url", &self.sigstore.url, "--oidc-token-file"])
-            .arg(&oidc);
+            .arg(&oidc)
+            .args(extra);
         in_actions(&mut cmd, &claims);
         let r = run(&mut cmd);
         assert!(!oidc.exists(), "the OIDC token file is consumed");
@@ -1264,4 +1277,33 @@ fn key_signed_pr_build_fetches_with_the_key() {
     assert_eq!(v["signer"]["event"], "workflow_run");
     assert_eq!(v["statement"]["pr_build"]["request"]["pr"], PR);
     assert_eq!(std::fs::read(fetched.join(&w.wheel)).unwrap(), w.data);
+}
+
+/// Issue 18: `vouch-sign.yml` records each pull-request build's bundle in the base
+/// repository's attestation store, where the consumer finds it by digest.
+#[test]
+fn pr_build_bundles_are_recorded_in_the_attestation_store() {
+    let w = World::new();
+    let gh = w.github();
+    let (r, out) = w.sign_with(
+        &gh,
+        &w.artifact(),
+        SIGN_RUN,
+        "refs/heads/main",
+        &["--record-github"],
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let recorded = gh.attestations();
+    assert_eq!(recorded.len(), 1);
+    assert_eq!(recorded[0].repo, REPO);
+    assert_eq!(
+        recorded[0].predicate_type,
+        "https://vouch.build/pr-build/v1"
+    );
+    let wheel_digest = format!(
+        "sha256:{}",
+        vouch_core::Sha256Digest::of(&std::fs::read(out.join(&w.wheel)).unwrap()).hex()
+    );
+    assert_eq!(recorded[0].digests, vec![wheel_digest]);
+    assert_eq!(r.json()["github_attestation"]["id"], 1);
 }

@@ -119,16 +119,16 @@ impl Fetch<'_> {
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())
                 .unwrap_or_default();
-            let data = std::fs::read(&pair.wheel).map_err(|e| {
-                reject(
-                    artifact_id,
-                    Some(run_id),
-                    RejectKind::Archive,
-                    format!("{name}: cannot read the extracted wheel: {e}"),
-                )
-            })?;
-            let digest = Sha256Digest::of(&data).to_string();
-            drop(data);
+            let digest = Sha256Digest::of_file(&pair.wheel)
+                .map_err(|e| {
+                    reject(
+                        artifact_id,
+                        Some(run_id),
+                        RejectKind::Archive,
+                        format!("{name}: cannot read the extracted wheel: {e}"),
+                    )
+                })?
+                .to_string();
             let stored = self
                 .source
                 .attestations(store_repo, &digest)

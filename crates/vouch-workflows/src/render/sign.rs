@@ -133,6 +133,7 @@ jobs:
       actions: read # download the build's artifact by id
       pull-requests: read # re-check the pull request's head
       id-token: write # the OIDC token Sigstore's Fulcio certifies (keyless signing)
+      attestations: write # records the bundle in this repository's attestation store
     strategy:
       fail-fast: false
       matrix: ${{ fromJson(needs.pin.outputs.matrix) }}
@@ -143,7 +144,7 @@ jobs:
         run: |
           @@TOKEN_TO_FILE@@
           vouch pr-run sign @@PIN_FLAGS@@ \
-            --artifact "$ARTIFACT" --signer sigstore --out signed
+            --artifact "$ARTIFACT" --signer sigstore --record-github --out signed
       - name: Upload the wheel with its bundle
         uses: @@UPLOAD_ARTIFACT@@
         with:
