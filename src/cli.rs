@@ -916,8 +916,18 @@ pub struct KeygenArgs {
 #[derive(Args, Debug)]
 pub struct AuditArgs {
     /// Files or directories (walked) of wheels, sdists, conda packages.
-    #[arg(required = true)]
+    #[arg(required_unless_present = "pypi", conflicts_with = "pypi")]
     pub paths: Vec<PathBuf>,
+    /// Audit a release on the index instead of local files: every wheel and sdist of
+    /// NAME==VERSION, each with its PEP 740 provenance from the index's integrity API. A file
+    /// without provenance is "no evidence" and is not downloaded; one whose bytes differ from
+    /// the published sha256 is refused.
+    #[arg(long, value_name = "NAME==VERSION")]
+    pub pypi: Option<vouch_audit::Release>,
+    /// The simple index for --pypi, e.g. a mirror [default: https://pypi.org/simple/]; https,
+    /// or plain http on loopback only. Its scheme and host also serve the integrity API.
+    #[arg(long, value_name = "URL", requires = "pypi")]
+    pub index_url: Option<String>,
     #[command(flatten)]
     pub policy: PolicyArgs,
     /// Print the report as a JSON array.
