@@ -80,8 +80,9 @@ pub enum Command {
     /// The scoped compiler cache: gateway, environment, counters, credential check.
     #[command(subcommand)]
     Cache(CacheCommand),
-    /// Verify every distribution file under PATHs against the evidence next to it, offline.
-    /// Exits 0 only when every file verified.
+    /// Verify every distribution file under PATHs against the evidence next to it, offline (or,
+    /// with --pypi, a release's files on an index against their PEP 740 provenance). Exits 0
+    /// only when every file verified.
     Audit(AuditArgs),
     /// Rebuild a wheel or sdist from the source its provenance names and compare the bytes.
     Rebuild(RebuildArgs),

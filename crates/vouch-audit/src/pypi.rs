@@ -306,7 +306,7 @@ struct Listing {
     page: String,
     api_version: String,
     api: (u64, u64),
-    files: Vec<Result<Listed, Row>>,
+    files: Vec<Result<Listed, Box<Row>>>,
     notes: Vec<String>,
 }
 
@@ -410,7 +410,7 @@ async fn read_page(
                     Verdict::Failed,
                 );
                 row.reason = Some(reason);
-                row
+                Box::new(row)
             };
             if !plain_file_name(&f.filename) {
                 return Err(refuse(format!(
@@ -619,7 +619,7 @@ impl Auditor {
             let mut outcomes = Vec::new();
             for f in std::mem::take(&mut listing.files) {
                 outcomes.push(match f {
-                    Err(row) => Outcome::Row(Box::new(row)),
+                    Err(row) => Outcome::Row(row),
                     Ok(l) => {
                         let integrity =
                             integrity_url(index, &project, &release.version, &l.filename);
