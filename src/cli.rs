@@ -80,8 +80,9 @@ pub enum Command {
     /// The scoped compiler cache: gateway, environment, counters, credential check.
     #[command(subcommand)]
     Cache(CacheCommand),
-    /// Verify every distribution file under PATHs against the evidence next to it, offline.
-    /// Exits 0 only when every file verified.
+    /// Verify every distribution file under PATHs against the evidence next to it, offline (or,
+    /// with --pypi, a release's files on an index against their PEP 740 provenance). Exits 0
+    /// only when every file verified.
     Audit(AuditArgs),
     /// Rebuild a wheel or sdist from the source its provenance names and compare the bytes.
     Rebuild(RebuildArgs),
@@ -916,8 +917,18 @@ pub struct KeygenArgs {
 #[derive(Args, Debug)]
 pub struct AuditArgs {
     /// Files or directories (walked) of wheels, sdists, conda packages.
-    #[arg(required = true)]
+    #[arg(required_unless_present = "pypi", conflicts_with = "pypi")]
     pub paths: Vec<PathBuf>,
+    /// Audit a release on the index instead of local files: every wheel and sdist of
+    /// NAME==VERSION, each with its PEP 740 provenance from the index's integrity API. A file
+    /// without provenance is "no evidence" and is not downloaded; one whose bytes differ from
+    /// the published sha256 is refused.
+    #[arg(long, value_name = "NAME==VERSION")]
+    pub pypi: Option<vouch_audit::Release>,
+    /// The simple index for --pypi, e.g. a mirror [default: https://pypi.org/simple/]; https,
+    /// or plain http on loopback only. Its scheme and host also serve the integrity API.
+    #[arg(long, value_name = "URL", requires = "pypi")]
+    pub index_url: Option<String>,
     #[command(flatten)]
     pub policy: PolicyArgs,
     /// Print the report as a JSON array.

@@ -95,7 +95,7 @@ pub const TABLE: &[(Status, &str)] = &[
     ),
     (
         Status::Download,
-        "`fetch`/`install`/`pr-run`/`attest --record-github`/`verify --github-attestations`: API or download failure (expired, truncated, digest mismatch, retries exhausted, bad token); `toolchain install`: the download or `pip download` failed (pip's own hash check included)",
+        "`fetch`/`install`/`pr-run`/`attest --record-github`/`verify --github-attestations`: API or download failure (expired, truncated, digest mismatch, retries exhausted, bad token); `toolchain install`: the download or `pip download` failed (pip's own hash check included); `audit --pypi`: the index page could not be read",
     ),
     (
         Status::UnsafeArchive,
@@ -226,6 +226,7 @@ static CLASSIFIERS: &[(&str, Classifier)] = classifiers![
     vouch_http::HttpError,
     vouch_fetch::InstallError,
     vouch_audit::RebuildError,
+    vouch_audit::PypiError,
     vouch_profile::ProfileError,
     vouch_wheel::WheelError,
     vouch_wheel::SdistError,
@@ -342,6 +343,21 @@ impl Classify for vouch_audit::RebuildError {
             R::WrongCommit { .. } => Some(Status::Usage),
             // Boxed: it does not downcast along the chain.
             R::Build(e) => e.status(),
+        }
+    }
+}
+
+impl Classify for vouch_audit::PypiError {
+    fn status(&self) -> Option<Status> {
+        use vouch_audit::PypiError as P;
+        match self {
+            // What was asked for does not exist there, as with a path that is not there.
+            P::Spec { .. } | P::IndexUrl { .. } | P::NoProject { .. } | P::NoFiles { .. } => {
+                Some(Status::Usage)
+            }
+            P::Index { .. } | P::Page { .. } => Some(Status::Download),
+            P::Scratch(_) => Some(Status::Io),
+            P::Runtime(e) => e.status(),
         }
     }
 }
@@ -837,6 +853,24 @@ mod tests {
             (
                 vouch_prrun::PrRunError::Sign(vouch_attest::SignError::NoAmbientToken).into(),
                 Status::Signing,
+            ),
+            (
+                vouch_audit::PypiError::NoFiles {
+                    project: "p".into(),
+                    version: "1".into(),
+                    url: "https://pypi.org/simple/p/".into(),
+                    others: String::new(),
+                }
+                .into(),
+                Status::Usage,
+            ),
+            (
+                vouch_audit::PypiError::Page {
+                    url: "https://pypi.org/simple/p/".into(),
+                    reason: "r".into(),
+                }
+                .into(),
+                Status::Download,
             ),
         ];
         for (err, want) in cases {

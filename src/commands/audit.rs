@@ -34,13 +34,32 @@ pub fn audit(args: AuditArgs) -> anyhow::Result<ExitCode> {
         policy_file,
         trust,
     };
-    let (files, unreadable) = vouch_audit::find_files(&args.paths);
-    let mut rows = auditor.audit(&files);
-    rows.extend(
-        unreadable
-            .into_iter()
-            .map(|(p, why)| vouch_audit::Row::unreadable(&p, why)),
-    );
+    let rows = match &args.pypi {
+        // The same Auditor, over files brought down from the index: the same verdicts, outputs
+        // and exit codes as for a directory.
+        Some(release) => {
+            let index = vouch_audit::pypi::index_url(
+                args.index_url
+                    .as_deref()
+                    .unwrap_or(vouch_audit::pypi::DEFAULT_INDEX),
+            )?;
+            let report = auditor.audit_pypi(release, &index)?;
+            for n in &report.notes {
+                output::note(format!("note: {n}"));
+            }
+            report.rows
+        }
+        None => {
+            let (files, unreadable) = vouch_audit::find_files(&args.paths);
+            let mut rows = auditor.audit(&files);
+            rows.extend(
+                unreadable
+                    .into_iter()
+                    .map(|(p, why)| vouch_audit::Row::unreadable(&p, why)),
+            );
+            rows
+        }
+    };
     let passed = !rows.is_empty() && rows.iter().all(|r| r.verdict == Verdict::Verified);
     if args.json {
         output::json(&rows);

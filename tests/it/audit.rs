@@ -572,3 +572,367 @@ fn audit_finds_the_bundle_named_after_the_artifact() {
         )
     );
 }
+
+// ---------------------------------------------------------------- issue 18: audit --pypi
+
+use vouch_testgh::pypi::{FakePypi, PypiFile, provenance_object};
+
+const PYPI_WHEEL: &str = "pypi_attestations-0.0.19-py3-none-any.whl";
+const PYPI_REPO: [&str; 2] = ["--repo", "trailofbits/pypi-attestations"];
+
+/// The real attestation of the real sdist, wrapped as PyPI's integrity API serves it.
+fn pypi_provenance() -> serde_json::Value {
+    let attestation =
+        std::fs::read_to_string(fixture(&format!("{PYPI_SDIST}.publish.attestation"))).unwrap();
+    provenance_object(
+        serde_json::from_str(&attestation).unwrap(),
+        "trailofbits/pypi-attestations",
+        "release.yml",
+    )
+}
+
+/// The real sdist with its provenance.
+fn good_sdist() -> PypiFile {
+    PypiFile::new(
+        PYPI_SDIST,
+        "0.0.19",
+        std::fs::read(fixture(PYPI_SDIST)).unwrap(),
+    )
+    .with_provenance(pypi_provenance())
+}
+
+/// `vouch audit --pypi spec` against `index`, with a temp dir of its own that it must leave
+/// empty: the scratch directory of downloads is removed whatever the verdicts.
+fn audit_pypi(index: &FakePypi, spec: &str, flags: &[&str]) -> Run {
+    let tmp = tempdir();
+    let mut cmd = vouch();
+    cmd.args(["audit", "--pypi", spec, "--index-url", &index.index_url()])
+        .args(flags)
+        .env("TMPDIR", tmp.path());
+    let r = run_with_timeout(&mut cmd, std::time::Duration::from_secs(60));
+    let left: Vec<_> = std::fs::read_dir(tmp.path()).unwrap().collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+    r
+}
+
+/// (file, verdict, kind) of each row, and no row names a scratch path.
+fn pypi_rows(r: &Run) -> Vec<(String, String, String)> {
+    r.json()
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|row| {
+            (
+                row["file"].as_str().unwrap().to_owned(),
+                row["verdict"].as_str().unwrap().to_owned(),
+                row["kind"].as_str().unwrap_or("").to_owned(),
+            )
+        })
+        .collect()
+}
+
+fn no_scratch_path(r: &Run) {
+    for text in [&r.stdout, &r.stderr] {
+        assert!(
+            !text.contains("vouch-pypi-"),
+            "a scratch path leaked:\n{text}"
+        );
+    }
+}
+
+fn row(file: &str, verdict: &str, kind: &str) -> (String, String, String) {
+    (file.to_owned(), verdict.to_owned(), kind.to_owned())
+}
+
+/// The acceptance case: the real sdist verifies, a wheel PyPI has no provenance for is "no
+/// evidence" (not even downloaded) and fails the audit; the text report names files, not paths.
+#[test]
+fn issue18_audit_pypi_verifies_what_has_provenance_and_reports_what_has_none() {
+    let index = FakePypi::builder("pypi-attestations")
+        .file(good_sdist())
+        .file(PypiFile::new(PYPI_WHEEL, "0.0.19", b"wheel bytes".to_vec()))
+        .start();
+    let r = audit_pypi(
+        &index,
+        "pypi_attestations==0.0.19",
+        &[&PYPI_REPO[..], &["--json"]].concat(),
+    );
+    assert_eq!(r.code, 1, "no evidence fails the audit: {}", r.stderr);
+    no_scratch_path(&r);
+    assert_eq!(
+        pypi_rows(&r),
+        [
+            row(PYPI_WHEEL, "no-evidence", ""),
+            row(PYPI_SDIST, "verified", ""),
+        ]
+    );
+    let rows = r.json();
+    let sdist = &rows[1];
+    assert_eq!(
+        sdist["repository"],
+        "https://github.com/trailofbits/pypi-attestations"
+    );
+    assert_eq!(sdist["commit"], "08802efe1f8e5fec4ad842d6b8ce97656092ee72");
+    assert_eq!(
+        sdist["predicate_type"],
+        "https://docs.pypi.org/attestations/publish/v1"
+    );
+    assert_eq!(
+        sdist["sha256"],
+        "sha256:9bb1add04b1b4e182be6b0b80931593f7a291eb49d69b4fd728a5d4cbcdc4bd3"
+    );
+    assert_eq!(sdist["url"], format!("{}/files/{PYPI_SDIST}", index.url));
+    assert_eq!(
+        sdist["evidence"][0],
+        format!(
+            "{}/integrity/pypi-attestations/0.0.19/{PYPI_SDIST}/provenance",
+            index.url
+        )
+    );
+    // The index was asked for its JSON page, then for each file's provenance before the
+    // file; the file without provenance was never downloaded.
+    let seen: Vec<(String, u16)> = index
+        .requests()
+        .iter()
+        .map(|q| (q.target.clone(), q.status))
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            ("/simple/pypi-attestations/".to_owned(), 200),
+            (
+                format!("/integrity/pypi-attestations/0.0.19/{PYPI_WHEEL}/provenance"),
+                404
+            ),
+            (
+                format!("/integrity/pypi-attestations/0.0.19/{PYPI_SDIST}/provenance"),
+                200
+            ),
+            (format!("/files/{PYPI_SDIST}"), 200),
+        ]
+    );
+    assert_eq!(
+        index.requests()[0].accept.as_deref(),
+        Some("application/vnd.pypi.simple.v1+json")
+    );
+
+    let text = audit_pypi(&index, "pypi-attestations==0.0.19", &PYPI_REPO);
+    no_scratch_path(&text);
+    vouch_snapshot!(text, @r"
+    success: false
+    exit_code: 1
+    ----- stdout -----
+    NO EVIDENCE  pypi_attestations-0.0.19-py3-none-any.whl  no provenance: the index lists no provenance for it, and http://127.0.0.1:[PORT]/integrity/pypi-attestations/0.0.19/pypi_attestations-0.0.19-py3-none-any.whl/provenance answered 404; not downloaded
+    verified     pypi_attestations-0.0.19.tar.gz  https://github.com/trailofbits/pypi-attestations refs/tags/v0.0.19 08802efe1f8e5fec4ad842d6b8ce97656092ee72 https://github.com/trailofbits/pypi-attestations/actions/runs/12169989787/attempts/1 (https://docs.pypi.org/attestations/publish/v1)
+
+    ----- stderr -----
+    note: index page http://127.0.0.1:[PORT]/simple/pypi-attestations/: simple API 1.3
+    1 of 2 files verified
+    ");
+
+    // Only the file with provenance: exit 0, and the policy is held as for a directory.
+    let good = FakePypi::builder("pypi-attestations")
+        .file(good_sdist())
+        .start();
+    let r = audit_pypi(&good, "pypi-attestations==0.0.19", &PYPI_REPO);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let r = audit_pypi(
+        &good,
+        "pypi-attestations==0.0.19",
+        &["--repo", "cupy/cupy", "--json"],
+    );
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert_eq!(pypi_rows(&r), [row(PYPI_SDIST, "failed", "policy")]);
+}
+
+/// Bytes that differ from the sha256 the index publishes are refused, whatever provenance
+/// says, and never reach the verifier; the other files are still audited.
+#[test]
+fn issue18_audit_pypi_refuses_a_tampered_file() {
+    let mut bytes = std::fs::read(fixture(PYPI_SDIST)).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 1;
+    let index = FakePypi::builder("pypi-attestations")
+        .file(good_sdist().tampered(bytes))
+        .file(PypiFile::new(PYPI_WHEEL, "0.0.19", b"wheel bytes".to_vec()))
+        .start();
+    let r = audit_pypi(
+        &index,
+        "pypi-attestations==0.0.19",
+        &[&PYPI_REPO[..], &["--json"]].concat(),
+    );
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    no_scratch_path(&r);
+    assert_eq!(
+        pypi_rows(&r),
+        [
+            row(PYPI_WHEEL, "no-evidence", ""),
+            row(PYPI_SDIST, "failed", "digest"),
+        ]
+    );
+    let reason = r.json()[1]["reason"].as_str().unwrap().to_owned();
+    assert!(
+        reason.starts_with("digest check failed: the bytes from http://127.0.0.1:")
+            && reason.ends_with(
+                "but the index publishes sha256:9bb1add04b1b4e182be6b0b80931593f7a291eb49d69b4fd728a5d4cbcdc4bd3"
+            ),
+        "{reason}"
+    );
+}
+
+/// A real provenance served for another file fails: its subject is the sdist, not this file.
+#[test]
+fn issue18_audit_pypi_fails_provenance_of_another_file() {
+    let index = FakePypi::builder("pypi-attestations")
+        .file(
+            PypiFile::new(PYPI_WHEEL, "0.0.19", b"wheel bytes".to_vec())
+                .with_provenance(pypi_provenance()),
+        )
+        .start();
+    let r = audit_pypi(
+        &index,
+        "pypi-attestations==0.0.19",
+        &[&PYPI_REPO[..], &["--json"]].concat(),
+    );
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    no_scratch_path(&r);
+    assert_eq!(pypi_rows(&r), [row(PYPI_WHEEL, "failed", "digest")]);
+    let reason = r.json()[0]["reason"].as_str().unwrap().to_owned();
+    assert!(
+        reason.starts_with(&format!("{PYPI_WHEEL}.provenance: digest check failed:"))
+            && reason.contains("does not match any subject"),
+        "{reason}"
+    );
+}
+
+/// A mirror on the simple API 1.1 without the integrity API: every file is "no evidence", and
+/// the row and a note say why.
+#[test]
+fn issue18_audit_pypi_explains_an_index_without_provenance() {
+    let index = FakePypi::builder("pypi-attestations")
+        .api_version("1.1")
+        .without_integrity_api()
+        .file(good_sdist())
+        .start();
+    vouch_snapshot!(audit_pypi(&index, "pypi-attestations==0.0.19", &PYPI_REPO), @r"
+    success: false
+    exit_code: 1
+    ----- stdout -----
+    NO EVIDENCE  pypi_attestations-0.0.19.tar.gz  no provenance: the index (API 1.1) publishes no provenance, and http://127.0.0.1:[PORT]/integrity/pypi-attestations/0.0.19/pypi_attestations-0.0.19.tar.gz/provenance answered 404; not downloaded
+
+    ----- stderr -----
+    note: index page http://127.0.0.1:[PORT]/simple/pypi-attestations/: simple API 1.1
+    note: the index (API 1.1) lists no provenance URLs (API 1.3 added them): asking http://127.0.0.1:[PORT]/integrity/pypi-attestations/0.0.19/FILE/provenance for each file
+    0 of 1 files verified
+    ");
+    assert!(
+        index
+            .requests()
+            .iter()
+            .all(|q| !q.target.starts_with("/files/"))
+    );
+}
+
+/// Wrong requests are usage errors (exit 2) that say what was wrong, before any download.
+#[test]
+fn issue18_audit_pypi_usage_errors() {
+    let index = FakePypi::builder("pypi-attestations")
+        .file(good_sdist())
+        .start();
+    let cases = [
+        (
+            "unknown version",
+            audit_pypi(&index, "pypi-attestations==9.9.9", &[]),
+        ),
+        (
+            "unknown project",
+            audit_pypi(&index, "no-such-project==1.0", &[]),
+        ),
+        (
+            "not NAME==VERSION",
+            audit_pypi(&index, "pypi-attestations>=0.0.19", &[]),
+        ),
+        (
+            "plain http off loopback",
+            run(vouch().args([
+                "audit",
+                "--pypi",
+                "pypi-attestations==0.0.19",
+                "--index-url",
+                "http://pypi.example/simple/",
+            ])),
+        ),
+        (
+            "with paths",
+            run(vouch().args(["audit", "--pypi", "pypi-attestations==0.0.19", "."])),
+        ),
+        (
+            "--index-url alone",
+            run(vouch().args(["audit", "--index-url", "https://pypi.org/simple/"])),
+        ),
+    ];
+    for (label, r) in &cases {
+        assert_eq!(r.code, 2, "{label}: {}", r.stderr);
+    }
+    insta::assert_snapshot!(snapshot_cases(cases, &[]), @r#"
+    ===== "unknown version"
+    success: false
+    exit_code: 2
+    ----- stdout -----
+
+    ----- stderr -----
+    error: pypi-attestations 9.9.9: the index page http://127.0.0.1:[PORT]/simple/pypi-attestations/ lists no wheel or sdist of that version; its versions: 0.0.19
+
+    ===== "unknown project"
+    success: false
+    exit_code: 2
+    ----- stdout -----
+
+    ----- stderr -----
+    error: no-such-project is not on the index (GET http://127.0.0.1:[PORT]/simple/no-such-project/ answered 404)
+
+    ===== "not NAME==VERSION"
+    success: false
+    exit_code: 2
+    ----- stdout -----
+
+    ----- stderr -----
+    error: invalid value 'pypi-attestations>=0.0.19' for '--pypi <NAME==VERSION>': "pypi-attestations>=0.0.19" is not NAME==VERSION (for example cupy-cuda13x==14.2.0)
+
+    For more information, try '--help'.
+
+    ===== "plain http off loopback"
+    success: false
+    exit_code: 2
+    ----- stdout -----
+
+    ----- stderr -----
+    error: index URL "http://pypi.example/simple/": plain http is refused off loopback: the file list and digests must come over https
+
+    ===== "with paths"
+    success: false
+    exit_code: 2
+    ----- stdout -----
+
+    ----- stderr -----
+    error: the argument '--pypi <NAME==VERSION>' cannot be used with '[PATHS]...'
+
+    Usage: vouch audit --pypi <NAME==VERSION> [PATHS]...
+
+    For more information, try '--help'.
+
+    ===== "--index-url alone"
+    success: false
+    exit_code: 2
+    ----- stdout -----
+
+    ----- stderr -----
+    error: the following required arguments were not provided:
+      --pypi <NAME==VERSION>
+      <PATHS>...
+
+    Usage: vouch audit --pypi <NAME==VERSION> --index-url <URL> <PATHS>...
+
+    For more information, try '--help'.
+    "#);
+}

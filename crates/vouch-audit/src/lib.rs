@@ -1,6 +1,8 @@
 //! `vouch audit`: one verdict per distribution file, from the evidence found next to it,
 //! verified offline against one trust root (loaded once) and an identity policy, in parallel.
+//! [`pypi`] brings a release's files and provenance down from an index first.
 
+pub mod pypi;
 mod rebuild;
 
 use std::path::{Path, PathBuf};
@@ -12,6 +14,7 @@ use vouch_verify::{
     ErrorKind, Evidence, EvidenceFormat, Policy, PolicyFile, Trust, Verified, VerifyError,
 };
 
+pub use pypi::{PypiAudit, PypiError, Release};
 pub use rebuild::{Rebuild, RebuildError, RebuildReport, rebuild};
 
 /// Evidence file suffixes, in the order they are looked for. A wheel's `.sigstore.json` may
@@ -54,6 +57,9 @@ pub struct Row {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pr_build: Option<vouch_verify::PrBuildPredicate>,
     pub reason: Option<String>,
+    /// Where the file came from, for `audit --pypi` (the file itself is gone after the audit).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
 }
 
 impl Row {
@@ -252,6 +258,7 @@ impl Row {
             predicate_type: None,
             pr_build: None,
             reason: None,
+            url: None,
         }
     }
 

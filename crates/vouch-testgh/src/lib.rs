@@ -12,6 +12,7 @@
 
 pub mod attestations;
 pub mod cache;
+pub mod pypi;
 pub mod webhook;
 
 use std::collections::HashMap;
