@@ -371,12 +371,19 @@ fn issue12_audit_enforces_run_id_pr_and_cell() {
     // A short commit in a policy file could never match: refused when the file is read.
     std::fs::write(&policy, "sha = \"08802ef\"\n").unwrap();
     vouch_snapshot!(audit_json(&[&rel], &["--policy", policy.to_str().unwrap()]), @r#"
-        success: false
-        exit_code: 3
-        ----- stdout -----
+    success: false
+    exit_code: 3
+    ----- stdout -----
+    {
+      "causes": [],
+      "exit_code": 3,
+      "message": "policy file \"[TEMP]/p.toml\": sha = \"08802ef\" is not a full commit SHA (40 lowercase hex digits)",
+      "ok": false,
+      "status": "invalid-input"
+    }
 
-        ----- stderr -----
-        error: policy file "[TEMP]/p.toml": sha = "08802ef" is not a full commit SHA (40 lowercase hex digits)
+    ----- stderr -----
+    error: policy file "[TEMP]/p.toml": sha = "08802ef" is not a full commit SHA (40 lowercase hex digits)
     "#);
 }
 
