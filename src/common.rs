@@ -432,7 +432,7 @@ pub fn tuf_repo(
         Some(url::Host::Domain(d)) => d == "localhost",
         None => false,
     };
-    if !(parsed.scheme() == "https" || parsed.scheme() == "http" && loopback) {
+    if !(parsed.scheme() == "https" || (parsed.scheme() == "http" && loopback)) {
         return Err(usage(format!(
             "--tuf-url {url:?}: use https (plain http only on a loopback address)"
         )));
