@@ -80,6 +80,10 @@ pub enum Command {
     /// The scoped compiler cache: gateway, environment, counters, credential check.
     #[command(subcommand)]
     Cache(CacheCommand),
+    /// Sigstore's trust root: refresh it through TUF (`update`, the only step that uses the
+    /// network), or show which root verification would use (`status`).
+    #[command(subcommand)]
+    Trust(TrustCommand),
     /// Verify every distribution file under PATHs against the evidence next to it, offline (or,
     /// with --pypi, a release's files on an index against their PEP 740 provenance). Exits 0
     /// only when every file verified.
@@ -292,6 +296,51 @@ pub enum NameCommand {
         #[command(flatten)]
         common: Common,
     },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum TrustCommand {
+    /// Fetch and verify Sigstore's newest trusted root through TUF, starting from the embedded
+    /// TUF root, and keep the verified metadata in the cache for `verify` to use offline.
+    Update(TrustArgs),
+    /// Print which trust root `verify` would use, its TUF root version and when it was
+    /// refreshed.
+    Status(TrustArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct TrustArgs {
+    /// Cache directory the TUF metadata is kept in (under `trust-root/`).
+    #[arg(long, env = "VOUCH_CACHE_DIR", value_name = "DIR")]
+    pub cache_dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub tuf: TufRepoArgs,
+    #[command(flatten)]
+    pub common: Common,
+}
+
+/// A TUF repository other than Sigstore's, for tests and private instances: its URL and the
+/// `root.json` trust in it starts from. Hidden: the embedded production root is the default.
+#[derive(Args, Debug, Clone, Default)]
+pub struct TufRepoArgs {
+    /// Base URL of a custom TUF repository (https, or http on a loopback address).
+    #[arg(
+        long,
+        value_name = "URL",
+        env = "VOUCH_TUF_URL",
+        hide = true,
+        requires = "tuf_root"
+    )]
+    pub tuf_url: Option<String>,
+    /// The initial `root.json` of the `--tuf-url` repository.
+    #[arg(
+        long,
+        value_name = "FILE",
+        env = "VOUCH_TUF_ROOT",
+        hide = true,
+        requires = "tuf_url"
+    )]
+    pub tuf_root: Option<PathBuf>,
 }
 
 #[derive(Subcommand, Debug)]
@@ -688,7 +737,8 @@ pub struct PolicyArgs {
     /// Matrix cell the vouch statement must claim.
     #[arg(long, value_name = "CELL")]
     pub cell: Option<String>,
-    /// Custom `trusted_root.json` instead of the embedded Sigstore production root.
+    /// Custom `trusted_root.json` instead of Sigstore's production root (the one `vouch trust
+    /// update` refreshed, else the embedded one).
     #[arg(
         long,
         visible_alias = "custom-trusted-root",
@@ -699,9 +749,12 @@ pub struct PolicyArgs {
     /// Use the embedded Sigstore staging root.
     #[arg(long)]
     pub staging: bool,
-    /// Accepted for clarity: verification never uses the network (the roots are embedded).
+    /// No network: the root from the last `vouch trust update` (the embedded one when there is
+    /// none). Verification of a local bundle never uses the network either way.
     #[arg(long)]
     pub offline: bool,
+    #[command(flatten)]
+    pub tuf: TufRepoArgs,
     /// Verify a key-signed bundle with this PEM public key instead of a certificate.
     #[arg(long, value_name = "PEM")]
     pub key: Option<PathBuf>,

@@ -7,7 +7,7 @@ use anyhow::Context as _;
 use vouch_cache::{ScopePolicy, Trigger};
 use vouch_verify::{Accept, Policy, TrustRootSource, TrustSpec};
 
-use crate::cli::{BuildEnvArgs, PolicyArgs, ScopeArgs, SignerArgs, ToolEnvArgs};
+use crate::cli::{BuildEnvArgs, PolicyArgs, ScopeArgs, SignerArgs, ToolEnvArgs, TufRepoArgs};
 use crate::output;
 
 /// Bad flag combinations found after parsing; exit 2 like clap's own.
@@ -212,14 +212,19 @@ pub fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
 }
 
 impl PolicyArgs {
-    pub fn trust_root(&self) -> TrustRootSource {
-        TrustRootSource::choose(self.trust_root.clone(), self.staging)
+    pub fn trust_root(&self) -> anyhow::Result<TrustRootSource> {
+        trust_root_source(
+            self.trust_root.clone(),
+            self.staging,
+            self.offline,
+            &self.tuf,
+        )
     }
 
     /// What is trusted: the key when one is given (checked first), else certificates.
     pub fn trust(&self) -> anyhow::Result<TrustSpec> {
         Ok(TrustSpec {
-            root: self.trust_root(),
+            root: self.trust_root()?,
             accept: match self.read_key()? {
                 Some(pem) => Accept::Key(pem),
                 None => Accept::Keyless,
@@ -443,4 +448,95 @@ pub fn record_attestation(
 ) -> anyhow::Result<u64> {
     let value: serde_json::Value = serde_json::from_str(bundle_json)?;
     Ok(runtime()?.block_on(client.create_attestation(repo, &value))?)
+}
+
+/// The TUF repository `trust update` refreshes from and `verify` reads the cache of: Sigstore's,
+/// or the one `--tuf-url`/`--tuf-root` name. Plain http is refused off loopback: TUF
+/// protects the metadata, but not against a network attacker stalling or freezing updates.
+pub fn tuf_repo(
+    args: &TufRepoArgs,
+    cache_root: &Path,
+) -> anyhow::Result<vouch_verify::tuf::TufRepo> {
+    let (Some(url), Some(root)) = (&args.tuf_url, &args.tuf_root) else {
+        return Ok(vouch_verify::tuf::TufRepo::production(cache_root));
+    };
+    let parsed = url::Url::parse(url).map_err(|e| usage(format!("--tuf-url {url:?}: {e}")))?;
+    let loopback = match parsed.host() {
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        Some(url::Host::Domain(d)) => d == "localhost",
+        None => false,
+    };
+    if !(parsed.scheme() == "https" || (parsed.scheme() == "http" && loopback)) {
+        return Err(usage(format!(
+            "--tuf-url {url:?}: use https (plain http only on a loopback address)"
+        )));
+    }
+    let bootstrap = std::fs::read(root).with_context(|| format!("reading --tuf-root {root:?}"))?;
+    Ok(vouch_verify::tuf::TufRepo::custom(
+        url, bootstrap, cache_root,
+    ))
+}
+
+/// The cache directory of a command without a `--cache-dir` of its own.
+pub fn env_cache_dir() -> PathBuf {
+    default_cache_dir(std::env::var_os("VOUCH_CACHE_DIR").map(PathBuf::from))
+}
+
+/// The root a verifying command trusts: `--trust-root`, `--staging`, else the root from the
+/// last `trust update` (verified offline from the cache), else the embedded production root.
+/// Says on stderr which, unless it is the embedded root with nothing to explain.
+pub fn trust_root_source(
+    file: Option<PathBuf>,
+    staging: bool,
+    offline: bool,
+    tuf: &TufRepoArgs,
+) -> anyhow::Result<TrustRootSource> {
+    if file.is_some() || staging {
+        return Ok(TrustRootSource::choose(file, staging));
+    }
+    let repo = tuf_repo(tuf, &env_cache_dir())?;
+    let embedded = TrustRootSource::Production;
+    match repo.load_cached() {
+        Ok(cached) => {
+            if cached.stale_at(jiff::Timestamp::now()) {
+                output::annotate_warning(&format!(
+                    "the trust root was last refreshed {} (over 30 days ago): run `vouch trust update`",
+                    cached.refreshed_at
+                ));
+            }
+            let source = TrustRootSource::TufCache(Box::new(cached));
+            output::note(format!("trust root: {}", source.describe()));
+            Ok(source)
+        }
+        Err(vouch_verify::tuf::TufError::NoCache { .. }) => {
+            if offline {
+                output::note(format!(
+                    "trust root: {} (no `vouch trust update` in the cache)",
+                    embedded.describe()
+                ));
+            }
+            Ok(embedded)
+        }
+        Err(e) => {
+            output::annotate_warning(&format!(
+                "ignoring the refreshed trust root: {}; using {}",
+                error_chain(&e),
+                embedded.describe()
+            ));
+            Ok(embedded)
+        }
+    }
+}
+
+/// An error and its causes on one line.
+pub fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = e.to_string();
+    let mut cur = e.source();
+    while let Some(c) = cur {
+        text.push_str(": ");
+        text.push_str(&c.to_string());
+        cur = c.source();
+    }
+    text
 }

@@ -83,7 +83,7 @@ pub const TABLE: &[(Status, &str)] = &[
     ),
     (
         Status::TrustRoot,
-        "verification: the trust root or key given is unusable",
+        "verification: the trust root or key given is unusable; `trust update`: TUF metadata failed verification (signature, rollback, expiry)",
     ),
     (
         Status::FenceOpen,
@@ -95,7 +95,7 @@ pub const TABLE: &[(Status, &str)] = &[
     ),
     (
         Status::Download,
-        "`fetch`/`install`/`pr-run`/`attest --record-github`/`verify --github-attestations`: API or download failure (expired, truncated, digest mismatch, retries exhausted, bad token); `toolchain install`: the download or `pip download` failed (pip's own hash check included); `audit --pypi`: the index page could not be read",
+        "`fetch`/`install`/`pr-run`/`attest --record-github`/`verify --github-attestations`: API or download failure (expired, truncated, digest mismatch, retries exhausted, bad token); `toolchain install`: the download or `pip download` failed (pip's own hash check included); `audit --pypi`: the index page could not be read; `trust update`: the TUF repository could not be reached",
     ),
     (
         Status::UnsafeArchive,
@@ -221,6 +221,7 @@ static CLASSIFIERS: &[(&str, Classifier)] = classifiers![
     crate::common::CacheCmdError,
     vouch_verify::VerifyError,
     vouch_verify::PolicyFileError,
+    vouch_verify::tuf::TufError,
     vouch_fetch::FetchError,
     vouch_github::GithubError,
     vouch_http::HttpError,
@@ -289,6 +290,21 @@ impl Classify for vouch_verify::PolicyFileError {
         Some(match self {
             P::Read { .. } => Status::Io,
             P::Invalid { .. } => Status::InvalidInput,
+        })
+    }
+}
+
+impl Classify for vouch_verify::tuf::TufError {
+    fn status(&self) -> Option<Status> {
+        use vouch_verify::tuf::TufError as T;
+        Some(match self {
+            T::Network { .. } => Status::Download,
+            T::Metadata { .. }
+            | T::NoCache { .. }
+            | T::Cache { .. }
+            | T::Target(_)
+            | T::State { .. } => Status::TrustRoot,
+            T::Io { .. } => Status::Io,
         })
     }
 }

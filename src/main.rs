@@ -16,7 +16,7 @@ use clap::Parser as _;
 use cli::{Cli, Command};
 use commands::{
     attest, audit, build, cache, demo, dispatch, docs, fetch, lock, plan, pr_run, sdist, toolchain,
-    verify, wheel, workflows,
+    trust, verify, wheel, workflows,
 };
 
 fn main() -> ExitCode {
@@ -80,6 +80,7 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::Publish(cmd) => fetch::publish(cmd),
         Command::Dispatch(cmd) => dispatch::run(cmd),
         Command::PrRun(cmd) => pr_run::run(cmd),
+        Command::Trust(cmd) => trust::run(cmd),
         Command::Audit(args) => audit::audit(args),
         Command::Rebuild(args) => audit::rebuild(args),
         Command::Lock(args) => lock::lock(args),

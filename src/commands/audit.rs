@@ -25,7 +25,7 @@ pub fn audit(args: AuditArgs) -> anyhow::Result<ExitCode> {
     // the identity flags, exactly as `vouch verify` applies them.
     let cli = args.policy.cli_spec();
     let trust = vouch_verify::TrustSpec {
-        root: args.policy.trust_root(),
+        root: args.policy.trust_root()?,
         accept: vouch_verify::Accept::Each(args.policy.read_key()?),
     }
     .load()?;

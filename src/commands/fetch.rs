@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use secrecy::SecretString;
 use vouch_core::{ArtifactName, Platform, PythonVersion};
 use vouch_fetch::{ArtifactSource, Expectation, FetchError, FetchReport, RunInfo, VerifyConfig};
-use vouch_verify::{Accept, TrustRootSource, TrustSpec};
+use vouch_verify::{Accept, TrustSpec};
 
 use crate::cli::{FetchArgs, FetchCmd, InstallCmd, PublishCmd};
 use crate::common::read_public_key;
@@ -147,7 +147,12 @@ impl FetchArgs {
         };
         Ok(VerifyConfig {
             trust: TrustSpec {
-                root: TrustRootSource::choose(self.trust_root.clone(), self.staging),
+                root: crate::common::trust_root_source(
+                    self.trust_root.clone(),
+                    self.staging,
+                    false,
+                    &crate::cli::TufRepoArgs::default(),
+                )?,
                 accept,
             },
             runner: (self.runner != "any").then(|| self.runner.clone()),

@@ -15,6 +15,7 @@ pub mod plan;
 pub mod pr_run;
 pub mod sdist;
 pub mod toolchain;
+pub mod trust;
 pub mod verify;
 pub mod wheel;
 pub mod workflows;

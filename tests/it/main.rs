@@ -27,4 +27,5 @@ mod prsign;
 mod sdist;
 mod stores;
 mod toolchain;
+mod trust;
 mod wheel;

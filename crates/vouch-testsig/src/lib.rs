@@ -15,6 +15,7 @@
 
 mod merkle;
 mod server;
+pub mod tuf;
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};

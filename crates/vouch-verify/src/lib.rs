@@ -11,6 +11,7 @@ mod policy_file;
 mod pr_build;
 mod root;
 mod trust;
+pub mod tuf;
 mod verify;
 
 pub use bundle_for::{BUNDLE_SUFFIX, BundleScope, bundle_for};

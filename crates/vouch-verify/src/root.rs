@@ -2,6 +2,7 @@ use std::path::PathBuf;
 
 use sigstore_trust_root::{SigstoreInstance, TrustedRoot};
 
+use crate::tuf::CachedRoot;
 use crate::{ErrorKind, VerifyError};
 
 /// Which Sigstore instance's keys and CAs to trust. Production and staging roots are compiled
@@ -11,6 +12,8 @@ pub enum TrustRootSource {
     Production,
     Staging,
     File(PathBuf),
+    /// A root `vouch trust update` fetched, already re-verified offline from the TUF cache.
+    TufCache(Box<CachedRoot>),
 }
 
 impl TrustRootSource {
@@ -28,6 +31,7 @@ impl TrustRootSource {
             TrustRootSource::Production => "Sigstore production (embedded)".into(),
             TrustRootSource::Staging => "Sigstore staging (embedded)".into(),
             TrustRootSource::File(p) => format!("{}", p.display()),
+            TrustRootSource::TufCache(c) => c.describe(),
         }
     }
 
@@ -36,6 +40,7 @@ impl TrustRootSource {
             TrustRootSource::Production => TrustedRoot::from_embedded(SigstoreInstance::PublicGood),
             TrustRootSource::Staging => TrustedRoot::from_embedded(SigstoreInstance::Staging),
             TrustRootSource::File(p) => TrustedRoot::from_file(p),
+            TrustRootSource::TufCache(c) => TrustedRoot::from_json(&c.json),
         };
         loaded.map_err(|e| {
             VerifyError::with_source(
