@@ -441,13 +441,15 @@ pub fn check_recordable(
 }
 
 /// `POST /repos/{repo}/attestations` with the bundle's JSON: the id GitHub gave the record.
-pub fn record_attestation(
+/// Async, so it runs on the runtime `client` already used: a pooled connection is driven by
+/// the runtime that opened it, and blocks forever on another.
+pub async fn record_attestation(
     client: &vouch_github::GithubClient,
     repo: &str,
     bundle_json: &str,
 ) -> anyhow::Result<u64> {
     let value: serde_json::Value = serde_json::from_str(bundle_json)?;
-    Ok(runtime()?.block_on(client.create_attestation(repo, &value))?)
+    Ok(client.create_attestation(repo, &value).await?)
 }
 
 /// The TUF repository `trust update` refreshes from and `verify` reads the cache of: Sigstore's,

@@ -157,7 +157,11 @@ impl Recorder {
 
     /// `POST /repos/{repo}/attestations`: the id GitHub gave the record.
     fn record(&self, ctx: &RunContext, json: &str) -> anyhow::Result<u64> {
-        crate::common::record_attestation(&self.client, &ctx.repository, json)
+        crate::common::runtime()?.block_on(crate::common::record_attestation(
+            &self.client,
+            &ctx.repository,
+            json,
+        ))
     }
 }
 

@@ -150,11 +150,12 @@ fn sign(args: PrRunSignArgs) -> anyhow::Result<ExitCode> {
             .filter(|s| !s.is_empty())
             .unwrap_or_else(|| "https://github.com".into());
         crate::common::check_recordable(&server, &args.run.repo, bundle)?;
-        Some(crate::common::record_attestation(
+        // On `rt`, the runtime `gh` already made connections on.
+        Some(rt.block_on(crate::common::record_attestation(
             &gh,
             &args.run.repo,
             &json,
-        )?)
+        ))?)
     } else {
         None
     };

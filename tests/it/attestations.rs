@@ -271,6 +271,40 @@ fn install_finds_evidence_by_digest_without_the_bundle_or_the_name() {
         "hello from vouch-sample"
     );
 
+    // Under its own name but without its bundle: the store alone supplies the evidence.
+    let named = w.dir.path().join("named");
+    w.publish(&art, 500, std::slice::from_ref(&wheel));
+    let token = token_file(&w);
+    let r = run(vouch()
+        .arg("fetch")
+        .args(["--repo", REPO, "--event", "push", "--sha", HEAD])
+        .args(["--artifact-name", &art, "--api-url", &gh.url])
+        .args([
+            "--github-attestations",
+            REPO,
+            "--wait-for-run",
+            "0",
+            "--json",
+        ])
+        .arg("--token-file")
+        .arg(&token)
+        .arg("--trust-root")
+        .arg(&w.root)
+        .arg("--out")
+        .arg(&named));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(r.json()["artifact_name"], art.as_str());
+    assert!(named.join(wheel.file_name().unwrap()).is_file());
+    assert!(
+        named
+            .join(format!(
+                "{}.sigstore.json",
+                wheel.file_name().unwrap().to_str().unwrap()
+            ))
+            .is_file(),
+        "the evidence used is written next to the wheel"
+    );
+
     // Found by run, an artifact of another distribution is not the one asked for, whatever the
     // store says about its wheel.
     let target2 = w.dir.path().join("site2");
