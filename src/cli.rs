@@ -982,6 +982,13 @@ pub struct AuditArgs {
     /// or plain http on loopback only. Its scheme and host also serve the integrity API.
     #[arg(long, value_name = "URL", requires = "pypi")]
     pub index_url: Option<String>,
+    /// For every file without evidence next to it, look evidence up by digest in this
+    /// repository's GitHub attestation store (one bulk request for the owner's repositories);
+    /// each stored attestation is verified, the first that passes is used.
+    #[arg(long, value_name = "OWNER/NAME")]
+    pub github_attestations: Option<String>,
+    #[command(flatten)]
+    pub github: GithubAccessArgs,
     #[command(flatten)]
     pub policy: PolicyArgs,
     /// Print the report as a JSON array.

@@ -15,7 +15,7 @@ const FLAGS: &[(&str, Option<&str>)] = &[
 ];
 
 /// Commands that read `GH_TOKEN_FILE` from the environment.
-const ENV_COMMANDS: &[&str] = &["fetch", "install", "attest", "verify"];
+const ENV_COMMANDS: &[&str] = &["fetch", "install", "attest", "verify", "audit"];
 
 type Taken = HashMap<PathBuf, Result<String, String>>;
 

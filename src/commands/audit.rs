@@ -60,6 +60,10 @@ pub fn audit(args: AuditArgs) -> anyhow::Result<ExitCode> {
             rows
         }
     };
+    let mut rows = rows;
+    if let Some(repo) = &args.github_attestations {
+        from_store(&args, &auditor, repo, &mut rows)?;
+    }
     let passed = !rows.is_empty() && rows.iter().all(|r| r.verdict == Verdict::Verified);
     if args.json {
         output::json(&rows);
@@ -163,4 +167,73 @@ pub fn rebuild(args: RebuildArgs) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::from(crate::exit::DIFFERENT)
     })
+}
+
+/// Evidence by digest for the rows that found none next to their file: one bulk listing of
+/// `repo`'s owner (entries of other repositories are not evidence for `repo` and are left out),
+/// then each stored attestation verified under the file's own policy, the first that passes
+/// used; the ignored ones are noted. A row that still has none stays "no evidence".
+fn from_store(
+    args: &AuditArgs,
+    auditor: &Auditor,
+    repo: &str,
+    rows: &mut [vouch_audit::Row],
+) -> anyhow::Result<()> {
+    let wanted: Vec<usize> = (0..rows.len())
+        .filter(|&i| rows[i].verdict == Verdict::NoEvidence && rows[i].sha256.is_some())
+        .collect();
+    if wanted.is_empty() {
+        return Ok(());
+    }
+    let owner = repo.split('/').next().unwrap_or(repo);
+    let client = args.github.client()?;
+    let rt = crate::common::runtime()?;
+    let repo_id = rt.block_on(client.repository(repo))?.id;
+    let digests: Vec<String> = wanted
+        .iter()
+        .map(|&i| rows[i].sha256.as_ref().expect("filtered").to_string())
+        .collect();
+    let found = rt.block_on(client.attestations_bulk(owner, &digests, None))?;
+    for (&i, (digest, stored)) in wanted.iter().zip(found) {
+        let stored: Vec<_> = stored
+            .into_iter()
+            .filter(|a| repo_id.is_some() && a.repository_id == repo_id)
+            .collect();
+        if stored.is_empty() {
+            continue;
+        }
+        let row = &mut rows[i];
+        let name = row.file.display().to_string();
+        let (verified, reports, error) = vouch_fetch::judge(&name, &stored, |n, bundle| {
+            auditor.verify_found(
+                row,
+                &bundle.to_string(),
+                &format!("{repo} attestation #{n}"),
+            )
+        });
+        for r in reports.iter().filter(|r| !r.accepted) {
+            output::note(format!(
+                "{name}: ignored stored attestation #{} of {repo}: {}",
+                r.index,
+                r.reason.as_deref().unwrap_or("-")
+            ));
+        }
+        let accepted = reports.iter().find(|r| r.accepted).map(|r| r.index);
+        match (verified, accepted) {
+            (Some(v), Some(n)) => {
+                row.evidence = vec![format!("github:{repo}/attestations/{digest}#{n}").into()];
+                row.set_verified(v);
+            }
+            _ => {
+                row.verdict = Verdict::Failed;
+                row.kind = error.as_ref().map(|e| e.kind);
+                row.reason = Some(format!(
+                    "no evidence next to it, and none of the {} attestation(s) {repo}'s store holds for {digest} passed: {}",
+                    stored.len(),
+                    vouch_fetch::ignored_summary(&reports)
+                ));
+            }
+        }
+    }
+    Ok(())
 }

@@ -597,3 +597,75 @@ fn recorded_bundles_have_githubs_layout_and_predicate() {
         "https://actions.github.io/buildtypes/workflow/v1"
     );
 }
+
+/// `audit --github-attestations`: files without evidence next to them are looked up by digest
+/// in one bulk request; a good stored attestation verifies its file, a decoy alone fails its
+/// file, and a file with nothing recorded stays "no evidence".
+#[test]
+fn audit_finds_evidence_by_digest_in_one_bulk_request() {
+    let w = World::new();
+    let gh = w.github();
+    let dir = w.dir.path().join("release");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = |name: &str, bytes: &[u8]| {
+        let p = dir.join(name);
+        std::fs::write(&p, bytes).unwrap();
+        p
+    };
+    let good = file("good-1.0-py3-none-any.whl", b"good");
+    let _bare = file("bare-1.0-py3-none-any.whl", b"bare");
+    let decoyed = file("decoyed-1.0-py3-none-any.whl", b"decoyed");
+    // The store's repository must exist for the lookup (publish writes repository.json).
+    w.publish("anything", 500, std::slice::from_ref(&good));
+    let scratch = w.dir.path().join("b.sigstore.json");
+    let r = attest_recording(&w, &gh, &good, &scratch, &[]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let mut evil = claims("push", "vouch-build.yml", 500);
+    evil.repository = "evil/cupy".into();
+    evil.workflow_ref = "evil/cupy/.github/workflows/vouch-build.yml@refs/heads/main".into();
+    evil.job_workflow_ref = evil.workflow_ref.clone();
+    record_decoy(&w, &gh, &decoyed, &evil);
+    let token = token_file(&w);
+    let r = run(vouch()
+        .arg("audit")
+        .arg(&dir)
+        .args(["--github-attestations", REPO, "--api-url", &gh.url])
+        .arg("--token-file")
+        .arg(&token)
+        .arg("--trust-root")
+        .arg(&w.root)
+        .args(["--repo", REPO, "--json"]));
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert_no_secret(&r);
+    let rows: Vec<(String, String)> = r
+        .json()
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|row| {
+            let file = row["file"].as_str().unwrap();
+            (
+                file.rsplit('/').next().unwrap().to_owned(),
+                row["verdict"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            ("bare-1.0-py3-none-any.whl".into(), "no-evidence".into()),
+            ("decoyed-1.0-py3-none-any.whl".into(), "failed".into()),
+            ("good-1.0-py3-none-any.whl".into(), "verified".into()),
+        ]
+    );
+    assert!(
+        r.stderr.contains("ignored stored attestation #0"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(
+        gh.attestation_lookups(),
+        (0, 1),
+        "one bulk request, no per-digest listing"
+    );
+}

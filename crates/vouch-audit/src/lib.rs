@@ -263,6 +263,21 @@ impl Row {
     }
 
     /// A row for something that could not even be read.
+    /// Marks the row verified with what `v` says about the signer and statement.
+    pub fn set_verified(&mut self, v: Verified) {
+        self.verdict = Verdict::Verified;
+        self.kind = None;
+        self.reason = None;
+        self.signed_with = Some(v.signed_with);
+        self.repository = v.signer.repository;
+        self.workflow = v.signer.build_workflow;
+        self.git_ref = v.signer.git_ref;
+        self.commit = v.signer.sha;
+        self.run = v.signer.run;
+        self.predicate_type = Some(v.statement.predicate_type);
+        self.pr_build = v.statement.pr_build;
+    }
+
     pub fn unreadable(path: &Path, reason: String) -> Row {
         Row {
             reason: Some(format!("cannot read: {reason}")),
@@ -362,17 +377,35 @@ impl Auditor {
             }
         }
         if let Some(v) = last {
-            row.verdict = Verdict::Verified;
-            row.signed_with = Some(v.signed_with);
-            row.repository = v.signer.repository;
-            row.workflow = v.signer.build_workflow;
-            row.git_ref = v.signer.git_ref;
-            row.commit = v.signer.sha;
-            row.run = v.signer.run;
-            row.predicate_type = Some(v.statement.predicate_type);
-            row.pr_build = v.statement.pr_build;
+            row.set_verified(v);
         }
         row
+    }
+
+    /// Verifies evidence found elsewhere than next to the file (GitHub's attestation store)
+    /// for the file `row` describes, under the same policy as evidence next to it.
+    pub fn verify_found(
+        &self,
+        row: &Row,
+        evidence_json: &str,
+        origin: &str,
+    ) -> Result<Verified, VerifyError> {
+        let digest = row
+            .sha256
+            .as_ref()
+            .ok_or_else(|| VerifyError::new(ErrorKind::Bundle, "the file's digest is unknown"))?;
+        let evs = vouch_verify::parse_evidence(evidence_json, origin)?;
+        if evs.is_empty() {
+            return Err(VerifyError::new(
+                ErrorKind::Bundle,
+                format!("{origin} holds no evidence"),
+            ));
+        }
+        let mut last = None;
+        for ev in &evs {
+            last = Some(self.verify_one(&row.dist, digest, ev)?);
+        }
+        Ok(last.expect("not empty"))
     }
 
     /// Audits every file, in parallel, in the order given.
