@@ -1378,8 +1378,8 @@ fn audit_refuses_the_gha_cache_in_base_branch_contexts() {
     assert_caught(&v, Rule::GhaCacheInBaseContext, Some("status"));
     let v = audit_mutated(
         "vouch-sign.yml",
-        "            --artifact \"$ARTIFACT\" --signer sigstore --out signed\n",
-        "            --artifact \"$ARTIFACT\" --signer sigstore --out signed\n          vouch build --cache sccache --cache-store=gha://x\n",
+        "            --artifact \"$ARTIFACT\" --signer sigstore --record-github --out signed\n",
+        "            --artifact \"$ARTIFACT\" --signer sigstore --record-github --out signed\n          vouch build --cache sccache --cache-store=gha://x\n",
     );
     assert_caught(&v, Rule::GhaCacheInBaseContext, Some("sign"));
     let v = audit_mutated(
