@@ -10,6 +10,17 @@ use crate::output;
 
 pub fn audit(args: AuditArgs) -> anyhow::Result<ExitCode> {
     args.policy.refuse_conflicts()?;
+    if args.policy.offline {
+        let online = [
+            ("--pypi", args.pypi.is_some()),
+            ("--github-attestations", args.github_attestations.is_some()),
+        ];
+        if let Some((flag, _)) = online.iter().find(|(_, given)| *given) {
+            anyhow::bail!(crate::common::UsageError(format!(
+                "{flag} needs the network, and --offline means none: audit files on disk, with their evidence next to them"
+            )));
+        }
+    }
     // A path that is not there is a typo, not an unverified release: say so (exit 2).
     if let Some(missing) = args
         .paths

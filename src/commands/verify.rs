@@ -91,6 +91,11 @@ fn causes(e: &VerifyError) -> Vec<String> {
 }
 
 pub fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
+    if args.policy.offline && args.github_attestations.is_some() {
+        anyhow::bail!(crate::common::UsageError(
+            "--github-attestations asks GitHub's API, and --offline means no network: give the bundle with --bundle instead".into()
+        ));
+    }
     let dist = args
         .file
         .as_ref()

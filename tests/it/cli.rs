@@ -82,3 +82,37 @@ fn man_pages_build_one_per_command() {
     assert!(verify.contains("GitHub attestation store"), "{verify}");
     assert_eq!(r.stdout.lines().count(), pages.len());
 }
+
+/// `--offline` means no network: the lookups that need one are refused, not tried.
+#[test]
+fn offline_refuses_what_needs_the_network() {
+    let digest = format!("sha256:{}", "0".repeat(64));
+    for (args, flag) in [
+        (
+            vec![
+                "verify",
+                "--digest",
+                &digest,
+                "--github-attestations",
+                "o/r",
+                "--repo",
+                "o/r",
+                "--offline",
+            ],
+            "--github-attestations",
+        ),
+        (vec!["audit", "--pypi", "x==1", "--offline"], "--pypi"),
+        (
+            vec!["audit", ".", "--github-attestations", "o/r", "--offline"],
+            "--github-attestations",
+        ),
+    ] {
+        let r = run(vouch().args(&args));
+        assert_eq!(r.code, 2, "{args:?}: {}", r.stderr);
+        assert!(
+            r.stderr.contains(flag) && r.stderr.contains("--offline"),
+            "{}",
+            r.stderr
+        );
+    }
+}
