@@ -14,8 +14,15 @@ const FLAGS: &[(&str, Option<&str>)] = &[
     ("--secret-file", Some("--keep-secret-file")),
 ];
 
-/// Commands that read `GH_TOKEN_FILE` from the environment.
-const ENV_COMMANDS: &[&str] = &["fetch", "install", "attest", "verify", "audit"];
+/// Commands that read `GH_TOKEN_FILE` from the environment, and the flag that makes them talk
+/// to GitHub (`None`: always). Without it the file is left alone: a later step may need it.
+const ENV_COMMANDS: &[(&str, Option<&[&str]>)] = &[
+    ("fetch", None),
+    ("install", None),
+    ("attest", Some(&["--record-github"])),
+    ("verify", Some(&["--github-attestations"])),
+    ("audit", Some(&["--github-attestations"])),
+];
 
 type Taken = HashMap<PathBuf, Result<String, String>>;
 
@@ -52,9 +59,20 @@ pub fn take_all(args: &[OsString]) {
         .iter()
         .map(|a| a.to_string_lossy())
         .find(|a| !a.starts_with('-'));
-    if command.is_some_and(|c| ENV_COMMANDS.contains(&c.as_ref()))
-        && let Some(v) = std::env::var_os("GH_TOKEN_FILE").filter(|v| !v.is_empty())
-    {
+    let reads_env = command.is_some_and(|c| {
+        ENV_COMMANDS.iter().any(|(name, when)| {
+            *name == c.as_ref()
+                && when.is_none_or(|flags| {
+                    args.iter().any(|a| {
+                        let a = a.to_string_lossy();
+                        flags
+                            .iter()
+                            .any(|f| a == *f || a.starts_with(&format!("{f}=")))
+                    })
+                })
+        })
+    });
+    if reads_env && let Some(v) = std::env::var_os("GH_TOKEN_FILE").filter(|v| !v.is_empty()) {
         files.push((PathBuf::from(v), keep));
     }
     let mut map = taken().lock().expect("not poisoned");

@@ -116,3 +116,43 @@ fn offline_refuses_what_needs_the_network() {
         );
     }
 }
+
+/// `GH_TOKEN_FILE` is consumed by `verify`, `audit` and `attest` only when they will talk to
+/// GitHub; otherwise the file stays for a later step that needs it.
+#[test]
+fn gh_token_file_is_taken_only_by_commands_that_use_it() {
+    let dir = tempdir();
+    let token = dir.path().join("token");
+    let digest = format!("sha256:{}", "0".repeat(64));
+    std::fs::write(&token, "ghp_x").unwrap();
+    let r = run(vouch()
+        .args([
+            "verify",
+            "--digest",
+            &digest,
+            "--bundle",
+            "/nonexistent",
+            "--repo",
+            "o/r",
+        ])
+        .env("GH_TOKEN_FILE", &token));
+    assert_ne!(r.code, 0);
+    assert!(
+        token.exists(),
+        "verify without --github-attestations leaves it"
+    );
+    let r = run(vouch()
+        .args([
+            "verify",
+            "--digest",
+            &digest,
+            "--github-attestations",
+            "o/r",
+            "--repo",
+            "o/r",
+        ])
+        .args(["--api-url", "http://127.0.0.1:9", "--offline"])
+        .env("GH_TOKEN_FILE", &token));
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(!token.exists(), "verify --github-attestations takes it");
+}
