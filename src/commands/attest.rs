@@ -123,46 +123,26 @@ fn run_context(args: &ContextArgs, claims: &ClaimArgs) -> anyhow::Result<RunCont
     })
 }
 
-/// Where `--record-github` posts, checked before anything is signed: a bundle that could not
-/// be recorded should not cost a Fulcio certificate and a Rekor entry first.
-struct Recorder {
-    client: vouch_github::GithubClient,
-}
-
-impl Recorder {
-    fn new(args: &crate::cli::RecordArgs, key_signed: bool) -> anyhow::Result<Option<Recorder>> {
-        if !args.record_github {
-            return Ok(None);
-        }
-        if key_signed {
-            return Err(usage(
-                "--record-github needs a keyless (Sigstore) bundle: GitHub's attestation store and `gh attestation verify` take certificates, not keys",
-            ));
-        }
-        if args.github.token_file.is_none() {
-            return Err(usage(
-                "--record-github needs a token with attestations: write: give --token-file FILE (or GH_TOKEN_FILE)",
-            ));
-        }
-        Ok(Some(Recorder {
-            client: args.github.client()?,
-        }))
+/// The client `--record-github` posts with, checked before anything is signed: a bundle that
+/// could not be recorded should not cost a Fulcio certificate and a Rekor entry first.
+fn recorder(
+    args: &crate::cli::RecordArgs,
+    key_signed: bool,
+) -> anyhow::Result<Option<vouch_github::GithubClient>> {
+    if !args.record_github {
+        return Ok(None);
     }
-
-    /// Refuses a bundle GitHub would file under the wrong repository (see
-    /// [`crate::common::check_recordable`]); before the bundle is written.
-    fn check(&self, ctx: &RunContext, bundle: &vouch_attest::Bundle) -> anyhow::Result<()> {
-        crate::common::check_recordable(&ctx.server_url, &ctx.repository, bundle)
+    if key_signed {
+        return Err(usage(
+            "--record-github needs a keyless (Sigstore) bundle: GitHub's attestation store and `gh attestation verify` take certificates, not keys",
+        ));
     }
-
-    /// `POST /repos/{repo}/attestations`: the id GitHub gave the record.
-    fn record(&self, ctx: &RunContext, json: &str) -> anyhow::Result<u64> {
-        crate::common::runtime()?.block_on(crate::common::record_attestation(
-            &self.client,
-            &ctx.repository,
-            json,
-        ))
+    if args.github.token_file.is_none() {
+        return Err(usage(
+            "--record-github needs a token with attestations: write: give --token-file FILE (or GH_TOKEN_FILE)",
+        ));
     }
+    Ok(Some(args.github.client()?))
 }
 
 /// The `gh attestation verify` line that checks what was just recorded.
@@ -185,7 +165,7 @@ fn gh_verify_line(
 pub fn run(args: AttestArgs) -> anyhow::Result<ExitCode> {
     let spec = args.signer.spec()?;
     let mut ctx = run_context(&args.context, &args.claims)?;
-    let recorder = Recorder::new(&args.record, !spec.kind().keyless)?;
+    let recorder = recorder(&args.record, !spec.kind().keyless)?;
     let mut subjects = Vec::new();
     for f in &args.files {
         let name = f.file_name().and_then(|n| n.to_str()).ok_or_else(|| {
@@ -208,18 +188,23 @@ pub fn run(args: AttestArgs) -> anyhow::Result<ExitCode> {
     let statement = statement_for(&ctx, subjects, &claims);
     let bundle = crate::common::runtime()?.block_on(signer.sign(&statement))?;
     let json = bundle.to_json_pretty().context("serializing the bundle")?;
-    if let Some(r) = &recorder {
-        r.check(&ctx, &bundle)?;
+    if recorder.is_some() {
+        // Before the bundle is written: a refusal leaves nothing behind.
+        crate::common::check_recordable(&ctx.server_url, &ctx.repository, &bundle)?;
     }
     write_atomically(&args.out, json.as_bytes())?;
     let recorded = match &recorder {
-        Some(r) => Some(r.record(&ctx, &json).with_context(|| {
-            format!(
-                "recording the bundle in {}'s attestation store (the bundle itself is written to {})",
-                ctx.repository,
-                args.out.display()
-            )
-        })?),
+        Some(client) => {
+            let post = crate::common::record_attestation(client, &ctx.repository, &json);
+            let id = crate::common::runtime()?.block_on(post).with_context(|| {
+                format!(
+                    "recording the bundle in {}'s attestation store (the bundle itself is written to {})",
+                    ctx.repository,
+                    args.out.display()
+                )
+            })?;
+            Some(id)
+        }
         None => None,
     };
     let signer = vouch_verify::claimed_identity(&bundle)

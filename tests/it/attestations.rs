@@ -158,21 +158,27 @@ fn attest_records_the_bundle_and_refuses_what_github_would_file_wrongly() {
     assert_eq!(gh.unauthorized(), 0, "every call carried the token");
 }
 
-/// The sample wheel, built by vouch (a real wheel pip installs).
-fn sample_wheel(w: &World) -> PathBuf {
-    let src = w.dir.path().join("sample");
-    copy_sample(&src);
-    let built = run(vouch()
-        .arg("build")
-        .arg("--source")
-        .arg(&src)
-        .arg("--out")
-        .arg(w.dir.path().join("wheels"))
-        .arg("--work-dir")
-        .arg(w.dir.path().join("work"))
-        .arg("--json"));
-    assert_eq!(built.code, 0, "{}", built.stderr);
-    PathBuf::from(built.json()["wheel"].as_str().unwrap())
+/// `verify FILE --github-attestations cupy/cupy` against the store at `api_url`, JSON out.
+fn verify_by_digest(w: &World, wheel: &Path, api_url: &str) -> Run {
+    let token = token_file(w);
+    run(vouch()
+        .arg("verify")
+        .arg(wheel)
+        .args(["--github-attestations", REPO, "--api-url", api_url])
+        .arg("--token-file")
+        .arg(&token)
+        .arg("--trust-root")
+        .arg(&w.root)
+        .args(["--repo", REPO, "--json"]))
+}
+
+/// The push build's claims, but of another repository: a decoy's signer.
+fn evil_claims() -> vouch_testsig::GithubClaims {
+    let mut evil = claims("push", "vouch-build.yml", 500);
+    evil.repository = "evil/cupy".into();
+    evil.workflow_ref = "evil/cupy/.github/workflows/vouch-build.yml@refs/heads/main".into();
+    evil.job_workflow_ref = evil.workflow_ref.clone();
+    evil
 }
 
 /// Signs `wheel` as `claims` describe and records the bundle in `cupy/cupy`'s store directly,
@@ -192,13 +198,10 @@ fn record_decoy(w: &World, gh: &FakeGithub, wheel: &Path, c: &vouch_testsig::Git
 fn install_finds_evidence_by_digest_without_the_bundle_or_the_name() {
     let w = World::new();
     let gh = w.github();
-    let wheel = sample_wheel(&w);
+    let wheel = w.sample_wheel();
     // Two decoys first in the store's answer: the same wheel signed for another repository,
     // and by another workflow of this one.
-    let mut evil = claims("push", "vouch-build.yml", 500);
-    evil.repository = "evil/cupy".into();
-    evil.workflow_ref = "evil/cupy/.github/workflows/vouch-build.yml@refs/heads/main".into();
-    evil.job_workflow_ref = evil.workflow_ref.clone();
+    let evil = evil_claims();
     record_decoy(&w, &gh, &wheel, &evil);
     record_decoy(&w, &gh, &wheel, &claims("push", "release.yml", 500));
     // The build's own attestation, recorded by the build.
@@ -338,16 +341,7 @@ fn install_finds_evidence_by_digest_without_the_bundle_or_the_name() {
     crate::fetch::assert_nothing_written(&target2);
 
     // `verify` looks the same digest up and reports the same verdicts.
-    let token = token_file(&w);
-    let r = run(vouch()
-        .arg("verify")
-        .arg(&wheel)
-        .args(["--github-attestations", REPO, "--api-url", &gh.url])
-        .arg("--token-file")
-        .arg(&token)
-        .arg("--trust-root")
-        .arg(&w.root)
-        .args(["--repo", REPO, "--json"]));
+    let r = verify_by_digest(&w, &wheel, &gh.url);
     assert_eq!(r.code, 0, "{}", r.stderr);
     let doc = r.json();
     assert_eq!(doc["verified"], true);
@@ -355,16 +349,7 @@ fn install_finds_evidence_by_digest_without_the_bundle_or_the_name() {
     // Only decoys left: the first failure's kind decides, every reason is given.
     let decoys_only = FakeGithub::start(w.store.clone(), TOKEN);
     record_decoy(&w, &decoys_only, &wheel, &evil);
-    let token = token_file(&w);
-    let r = run(vouch()
-        .arg("verify")
-        .arg(&wheel)
-        .args(["--github-attestations", REPO, "--api-url", &decoys_only.url])
-        .arg("--token-file")
-        .arg(&token)
-        .arg("--trust-root")
-        .arg(&w.root)
-        .args(["--repo", REPO, "--json"]));
+    let r = verify_by_digest(&w, &wheel, &decoys_only.url);
     assert_eq!(r.code, 16, "{}", r.stderr);
     let doc = r.json();
     assert_eq!(doc["verified"], false);
@@ -377,16 +362,7 @@ fn install_finds_evidence_by_digest_without_the_bundle_or_the_name() {
     );
     // Nothing recorded for a digest: no evidence.
     let empty = FakeGithub::start(w.store.clone(), TOKEN);
-    let token = token_file(&w);
-    let r = run(vouch()
-        .arg("verify")
-        .arg(&wheel)
-        .args(["--github-attestations", REPO, "--api-url", &empty.url])
-        .arg("--token-file")
-        .arg(&token)
-        .arg("--trust-root")
-        .arg(&w.root)
-        .args(["--repo", REPO, "--json"]));
+    let r = verify_by_digest(&w, &wheel, &empty.url);
     assert_eq!(r.code, 10, "{}", r.stderr);
     assert!(
         r.json()["message"]
@@ -620,10 +596,7 @@ fn audit_finds_evidence_by_digest_in_one_bulk_request() {
     let scratch = w.dir.path().join("b.sigstore.json");
     let r = attest_recording(&w, &gh, &good, &scratch, &[]);
     assert_eq!(r.code, 0, "{}", r.stderr);
-    let mut evil = claims("push", "vouch-build.yml", 500);
-    evil.repository = "evil/cupy".into();
-    evil.workflow_ref = "evil/cupy/.github/workflows/vouch-build.yml@refs/heads/main".into();
-    evil.job_workflow_ref = evil.workflow_ref.clone();
+    let evil = evil_claims();
     record_decoy(&w, &gh, &decoyed, &evil);
     let token = token_file(&w);
     let r = run(vouch()

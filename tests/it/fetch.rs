@@ -61,6 +61,23 @@ impl World {
         (wheel, bundle)
     }
 
+    /// The sample package built by vouch: a real wheel pip installs.
+    pub(crate) fn sample_wheel(&self) -> PathBuf {
+        let src = self.dir.path().join("sample");
+        copy_sample(&src);
+        let built = run(vouch()
+            .arg("build")
+            .arg("--source")
+            .arg(&src)
+            .arg("--out")
+            .arg(self.dir.path().join("wheels"))
+            .arg("--work-dir")
+            .arg(self.dir.path().join("work"))
+            .arg("--json"));
+        assert_eq!(built.code, 0, "{}", built.stderr);
+        PathBuf::from(built.json()["wheel"].as_str().unwrap())
+    }
+
     /// Signs `data` as a push build with claims `c` and publishes it under the push artifact
     /// name as run `run_id`.
     fn publish_push(&self, tag: &str, c: &GithubClaims, run_id: u64, data: &[u8]) -> u64 {
@@ -843,20 +860,7 @@ fn paginates_artifact_lists() {
 #[test]
 fn install_installs_nothing_when_a_check_fails_and_pins_hashes_when_all_pass() {
     let w = World::new();
-    // A real wheel: the sample, built by vouch.
-    let src = w.dir.path().join("sample");
-    copy_sample(&src);
-    let built = run(vouch()
-        .arg("build")
-        .arg("--source")
-        .arg(&src)
-        .arg("--out")
-        .arg(w.dir.path().join("wheels"))
-        .arg("--work-dir")
-        .arg(w.dir.path().join("work"))
-        .arg("--json"));
-    assert_eq!(built.code, 0, "{}", built.stderr);
-    let wheel = PathBuf::from(built.json()["wheel"].as_str().unwrap());
+    let wheel = w.sample_wheel();
     let name = wheel.file_name().unwrap().to_str().unwrap().to_owned();
     let d = w.dir.path().join("sign");
     std::fs::create_dir_all(&d).unwrap();

@@ -13,8 +13,8 @@ use vouch_github::{BundleOrigin, StoredAttestation};
 use vouch_verify::{ErrorKind, VerifyError};
 
 use crate::pair::Pair;
-use crate::verify::verify_wheel;
-use crate::{Fetch, RejectKind, Rejection, reject};
+use crate::verify::verify_evidence;
+use crate::{Fetch, FetchError, RejectKind, Stop, reject};
 
 /// What became of one attestation the store returned.
 #[derive(Clone, Debug, Serialize)]
@@ -108,7 +108,7 @@ impl Fetch<'_> {
         run_id: u64,
         work: &Path,
         reports: &mut Vec<StoreReport>,
-    ) -> Result<(), Rejection> {
+    ) -> Result<(), Stop> {
         let policy = crate::verify::policy_for(self.exp, run_id, self.producer, self.cfg);
         for (n, pair) in pairs.iter_mut().enumerate() {
             if pair.bundle.is_some() {
@@ -119,16 +119,13 @@ impl Fetch<'_> {
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())
                 .unwrap_or_default();
-            let digest = Sha256Digest::of_file(&pair.wheel)
-                .map_err(|e| {
-                    reject(
-                        artifact_id,
-                        Some(run_id),
-                        RejectKind::Archive,
-                        format!("{name}: cannot read the extracted wheel: {e}"),
-                    )
-                })?
-                .to_string();
+            // Our own scratch files: failing to read or write them is an I/O error, not a
+            // verdict on the candidate.
+            let sha256 = Sha256Digest::of_file(&pair.wheel).map_err(|source| FetchError::Io {
+                path: pair.wheel.clone(),
+                source,
+            })?;
+            let digest = sha256.to_string();
             let stored = self
                 .source
                 .attestations(store_repo, &digest)
@@ -144,17 +141,25 @@ impl Fetch<'_> {
                         ),
                     )
                 })?;
+            // The wheel is hashed once above; each candidate is checked against that digest.
             let (found, mut report, error) = judge(&name, &stored, |i, bundle| {
-                let path = work.join(format!("by-digest-{n}-{i}.sigstore.json"));
-                std::fs::write(&path, bundle.to_string()).map_err(|e| {
-                    VerifyError::with_source(ErrorKind::Bundle, "cannot write the stored bundle", e)
-                })?;
-                verify_wheel(&pair.wheel, &path, self.exp, &policy, self.trust).map(|_| path)
+                let text = bundle.to_string();
+                let origin = format!("{store_repo} attestation #{i}");
+                verify_evidence(&sha256, &text, &origin, self.exp, &policy, self.trust)
+                    .map(|_| text)
             });
             let ignored = ignored_summary(&report);
             reports.append(&mut report);
             match found {
-                Some(path) => pair.bundle = Some(path),
+                Some(text) => {
+                    // Written where `commit` copies bundles from, next to the extracted files.
+                    let path = work.join(format!("by-digest-{n}.sigstore.json"));
+                    std::fs::write(&path, text).map_err(|source| FetchError::Io {
+                        path: path.clone(),
+                        source,
+                    })?;
+                    pair.bundle = Some(path);
+                }
                 None => {
                     let reason = if stored.is_empty() {
                         format!(
@@ -168,7 +173,7 @@ impl Fetch<'_> {
                     };
                     let mut r = reject(artifact_id, Some(run_id), RejectKind::Verify, reason);
                     r.verify_kind = Some(error.map_or(ErrorKind::Bundle, |e| e.kind));
-                    return Err(r);
+                    return Err(r.into());
                 }
             }
         }

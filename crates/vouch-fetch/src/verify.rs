@@ -126,14 +126,34 @@ pub(crate) fn verify_wheel(
             e,
         )
     })?;
-    let evidence: Vec<Evidence> =
-        vouch_verify::parse_evidence(&text, &bundle.display().to_string())?;
+    let verified = verify_evidence(
+        &digest,
+        &text,
+        &bundle.display().to_string(),
+        exp,
+        policy,
+        trust,
+    )?;
+    Ok((digest, verified))
+}
+
+/// The checks [`verify_wheel`] makes, for a wheel of known `digest` and the evidence `text`
+/// (named `origin` in messages): what the attestation store's candidates are held to as well.
+pub(crate) fn verify_evidence(
+    digest: &Sha256Digest,
+    text: &str,
+    origin: &str,
+    exp: &Expectation,
+    policy: &Policy,
+    trust: &Trust,
+) -> Result<Verified, VerifyError> {
+    let evidence: Vec<Evidence> = vouch_verify::parse_evidence(text, origin)?;
     if evidence.is_empty() {
         return Err(VerifyError::new(ErrorKind::Bundle, "empty evidence"));
     }
     let mut verified = None;
     for ev in &evidence {
-        verified = Some(trust.verify(&digest, ev, policy)?);
+        verified = Some(trust.verify(digest, ev, policy)?);
     }
     let verified = verified.expect("evidence is not empty");
     if let Some(p) = &verified.statement.pr_build {
@@ -149,5 +169,5 @@ pub(crate) fn verify_wheel(
             ));
         }
     }
-    Ok((digest, verified))
+    Ok(verified)
 }

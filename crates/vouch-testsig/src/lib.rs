@@ -104,8 +104,56 @@ pub struct LocalSigstore {
     pub url: String,
     state: Arc<State>,
     oidc_key: EcdsaKeyPair,
+    _served: Served,
+}
+
+/// An axum app served from a thread of its own (so a test's runtime never hosts it), until
+/// stopped or dropped. Every server in this crate runs this way.
+pub(crate) struct Served {
     shutdown: Option<tokio::sync::oneshot::Sender<()>>,
     thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Served {
+    /// Serves `app` on `listener` (a non-blocking std listener).
+    pub(crate) fn start(listener: std::net::TcpListener, app: axum::Router) -> Served {
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let thread = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("runtime");
+            rt.block_on(async move {
+                let listener = tokio::net::TcpListener::from_std(listener).expect("tokio listener");
+                axum::serve(listener, app)
+                    .with_graceful_shutdown(async {
+                        let _ = rx.await;
+                    })
+                    .await
+                    .expect("serve");
+            });
+        });
+        Served {
+            shutdown: Some(tx),
+            thread: Some(thread),
+        }
+    }
+
+    /// Stops serving: later requests cannot connect.
+    pub(crate) fn stop(&mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        self.stop();
+    }
 }
 
 fn now() -> i64 {
@@ -173,29 +221,12 @@ impl LocalSigstore {
             oidc_public: oidc_key.public_key().as_ref().to_vec(),
             issued_certificates: Mutex::new(0),
         });
-        let (tx, rx) = tokio::sync::oneshot::channel();
-        let server_state = state.clone();
-        let thread = std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .expect("runtime");
-            rt.block_on(async move {
-                let listener = tokio::net::TcpListener::from_std(listener).expect("tokio listener");
-                axum::serve(listener, server::router(server_state))
-                    .with_graceful_shutdown(async {
-                        let _ = rx.await;
-                    })
-                    .await
-                    .expect("serve");
-            });
-        });
+        let served = Served::start(listener, server::router(state.clone()));
         LocalSigstore {
             url,
             state,
             oidc_key,
-            shutdown: Some(tx),
-            thread: Some(thread),
+            _served: served,
         }
     }
 
@@ -271,16 +302,5 @@ impl LocalSigstore {
 
     pub fn issued_certificates(&self) -> u64 {
         *self.state.issued_certificates.lock().expect("lock")
-    }
-}
-
-impl Drop for LocalSigstore {
-    fn drop(&mut self) {
-        if let Some(tx) = self.shutdown.take() {
-            let _ = tx.send(());
-        }
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
     }
 }

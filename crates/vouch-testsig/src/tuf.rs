@@ -76,8 +76,7 @@ pub struct TufServer {
     pub url: String,
     files: Files,
     repo: Mutex<Repo>,
-    shutdown: Option<tokio::sync::oneshot::Sender<()>>,
-    thread: Option<std::thread::JoinHandle<()>>,
+    served: crate::Served,
 }
 
 impl TufServer {
@@ -88,24 +87,10 @@ impl TufServer {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind loopback");
         listener.set_nonblocking(true).expect("nonblocking");
         let addr: SocketAddr = listener.local_addr().expect("local addr");
-        let (tx, rx) = tokio::sync::oneshot::channel();
-        let served = files.clone();
-        let thread = std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .expect("runtime");
-            rt.block_on(async move {
-                let listener = tokio::net::TcpListener::from_std(listener).expect("listener");
-                let app = axum::Router::new().fallback(serve).with_state(served);
-                axum::serve(listener, app)
-                    .with_graceful_shutdown(async {
-                        let _ = rx.await;
-                    })
-                    .await
-                    .expect("serve");
-            });
-        });
+        let app = axum::Router::new()
+            .fallback(serve)
+            .with_state(files.clone());
+        let served = crate::Served::start(listener, app);
         let server = TufServer {
             url: format!("http://{addr}"),
             files,
@@ -120,8 +105,7 @@ impl TufServer {
                 target: trusted_root.to_string().into_bytes(),
                 root_json: Vec::new(),
             }),
-            shutdown: Some(tx),
-            thread: Some(thread),
+            served,
         };
         {
             let mut repo = server.repo.lock().unwrap();
@@ -253,18 +237,7 @@ impl TufServer {
 
     /// Stops serving: later requests cannot connect.
     pub fn stop(&mut self) {
-        if let Some(tx) = self.shutdown.take() {
-            let _ = tx.send(());
-        }
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
-}
-
-impl Drop for TufServer {
-    fn drop(&mut self) {
-        self.stop();
+        self.served.stop();
     }
 }
 
