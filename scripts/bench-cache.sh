@@ -5,7 +5,7 @@
 #     directory;
 #   - Redis (a real redis-server on 127.0.0.1, started and stopped here): each tool's own Redis
 #     client (ccache remote_storage redis://, sccache SCCACHE_REDIS_ENDPOINT) vs the tool
-#     through a gateway on `--store redis://` of the same server;
+#     through a gateway on `--cache-store redis://` of the same server;
 #   - S3 (moto in server mode) and the GitHub cache (the v2 double in vouch-testgh):
 #     sccache's own client vs sccache through a gateway (ccache has no S3 or GitHub-cache
 #     client, so it has no direct peer there; through the gateway it works on any store).
@@ -118,7 +118,7 @@ serve() { # $1 = name, then `cache serve` store flags; the gateway of a trusted 
   pids+=($!)
   wait_file "$work/$name.url"
 }
-serve dir --store "$work/store"
+serve dir --cache-store "$work/store"
 url=$(cat "$work/dir.url")
 gateways=(dir)
 
@@ -130,7 +130,7 @@ if wants -redis-; then
     --dir "$work" > "$work/redis.log" 2>&1 &
   pids+=($!)
   wait_port "$redis_port"
-  serve redis --store "redis://127.0.0.1:$redis_port"
+  serve redis --cache-store "redis://127.0.0.1:$redis_port"
   redis_url=$(cat "$work/redis.url")
   gateways+=(redis)
 fi
@@ -144,7 +144,7 @@ if wants -s3-; then
   wait_port "$s3_port"
   "$emu_python" -c 'import sys, boto3; boto3.client("s3", endpoint_url=sys.argv[1], region_name="us-east-1", aws_access_key_id="bench", aws_secret_access_key="bench").create_bucket(Bucket="bench")' "http://127.0.0.1:$s3_port"
   printf bench > "$work/s3-secret"
-  serve s3 --store "s3://bench/gateway?region=us-east-1&endpoint=http://127.0.0.1:$s3_port&access_key_id=bench" --password-file "$work/s3-secret"
+  serve s3 --cache-store "s3://bench/gateway?region=us-east-1&endpoint=http://127.0.0.1:$s3_port&access_key_id=bench" --password-file "$work/s3-secret"
   s3_url=$(cat "$work/s3.url")
   gateways+=(s3)
 fi
@@ -160,7 +160,7 @@ if wants -gha-; then
   # shellcheck disable=SC1091
   source "$work/ghac.env"
   ACTIONS_CACHE_SERVICE_V2=1 ACTIONS_RESULTS_URL=$ACTIONS_RESULTS_URL ACTIONS_RUNTIME_TOKEN=$VOUCH_GHAC_MAIN_TOKEN \
-    serve gha --store gha
+    serve gha --cache-store gha
   gha_url=$(cat "$work/gha.url")
   gateways+=(gha)
 fi

@@ -30,7 +30,20 @@ echo "--- the generated step:"
 cat "$tmp/step.sh"
 echo "---"
 export VOUCH_GIT="file://$root"
-VOUCH_REV=$(git rev-parse HEAD)
+# The commit the workflows pin (their `VOUCH_REV`), which must be in this clone's history: the
+# step installs exactly it, and every `vouch` call the workflows make is then checked against
+# its --help below. A clone without it (shallow) installs HEAD instead and says so.
+pinned=$(sed -n "s/^  VOUCH_REV: '\([0-9a-f]\{40\}\)'\$/\1/p" "$wf/vouch-build.yml" | head -n1)
+if [ -z "$pinned" ]; then
+  echo "install-route-source: no VOUCH_REV in $wf/vouch-build.yml" >&2
+  exit 1
+fi
+if git cat-file -e "$pinned^{commit}" 2>/dev/null; then
+  VOUCH_REV=$pinned
+else
+  VOUCH_REV=$(git rev-parse HEAD)
+  echo "install-route-source: WARNING: the pinned commit $pinned is not in this clone; installing HEAD ($VOUCH_REV) instead" >&2
+fi
 export VOUCH_REV
 # Installed where the runner's ~/.cargo/bin would be, with nothing named vouch on PATH first.
 export CARGO_INSTALL_ROOT=$tmp/cargo
@@ -42,3 +55,25 @@ SECONDS=0
 bash -euo pipefail "$tmp/step.sh"
 echo "install-route-source: vouch $VOUCH_REV installed by the generated step in ${SECONDS} s"
 "$CARGO_INSTALL_ROOT/bin/vouch" workflows --help >/dev/null
+
+# Every command line the workflows run, as this checkout's vouch finds them, against the
+# installed (pinned) vouch's own --help: each command exists and lists each flag.
+"$root/target/debug/vouch" workflows calls --profile "$root/pyproject-templates/cupy/vouch.toml" --json > "$tmp/calls.json"
+python3 - "$CARGO_INSTALL_ROOT/bin/vouch" "$tmp/calls.json" <<'PY'
+import json, re, subprocess, sys
+vouch, calls = sys.argv[1], json.load(open(sys.argv[2]))
+helps, missing = {}, []
+for c in calls:
+    cmd = tuple(c["command"])
+    if cmd not in helps:
+        r = subprocess.run([vouch, *cmd, "--help"], capture_output=True, text=True)
+        helps[cmd] = r.stdout if r.returncode == 0 else None
+    text = helps[cmd]
+    for flag in c["flags"]:
+        if text is None or not re.search(r"(^|[\s,])" + re.escape(flag) + r"([\s=<]|$)", text, re.M):
+            missing.append(f"{c['file']} {c['job']}: vouch {' '.join(cmd)} {flag}")
+if missing:
+    print("install-route-source: the installed vouch lacks what the workflows call:", *sorted(set(missing)), sep="\n  ", file=sys.stderr)
+    sys.exit(1)
+print(f"install-route-source: the installed vouch accepts all {len(calls)} calls of the workflows")
+PY

@@ -109,11 +109,32 @@ pub enum Command {
     Man(ManArgs),
 }
 
-#[derive(Args, Debug)]
+/// How a command prints its report. `--json` and `--format json` (gh's spelling) are one
+/// switch; a failure is then a JSON object on stdout too.
+#[derive(Args, Debug, Default)]
 pub struct Common {
-    /// Print a JSON report on stdout instead of plain lines.
+    /// Print a JSON report on stdout instead of plain lines (failures too).
     #[arg(long)]
-    pub json: bool,
+    json: bool,
+    /// `json` is the same as --json; `text` (the default) is plain lines.
+    #[arg(long, value_enum, value_name = "FORMAT", conflicts_with = "json")]
+    format: Option<OutputFormat>,
+}
+
+impl Common {
+    /// Whether the report is JSON.
+    pub fn json(&self) -> bool {
+        self.json || self.format == Some(OutputFormat::Json)
+    }
+}
+
+/// `--format` of the commands that print a report.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum OutputFormat {
+    /// Plain lines for people.
+    Text,
+    /// One JSON document on stdout.
+    Json,
 }
 
 #[derive(Args, Debug)]
@@ -167,10 +188,10 @@ pub struct CacheArgs {
     /// gs://bucket/prefix or gha (see README: stores).
     #[arg(long, value_name = "DIR|URL")]
     pub cache_store: Option<String>,
-    /// File holding the store's secret: a Redis password, an S3 secret access key, a GCS key
-    /// or token (never put it in the URL on a shared runner).
-    #[arg(long, value_name = "FILE")]
-    pub cache_password_file: Option<PathBuf>,
+    /// File holding the cache store's secret: a Redis password, an S3 secret access key, a
+    /// GCS key or token (never put it in the URL on a shared runner). Left in place.
+    #[arg(long, alias = "cache-password-file", value_name = "FILE")]
+    pub password_file: Option<PathBuf>,
     #[command(flatten)]
     pub scope: ScopeArgs,
 }
@@ -180,8 +201,8 @@ pub struct BuildArgs {
     /// The project: a directory (with pyproject.toml or setup.py) or an sdist (.tar.gz).
     #[arg(long, value_name = "DIR|SDIST")]
     pub source: PathBuf,
-    /// Where to write the normalized wheel (and, with --cell, its build record).
-    #[arg(long, value_name = "DIR")]
+    /// The directory the normalized wheel (and, with --cell, its build record) is written to.
+    #[arg(long, value_name = "DIR", value_parser = out_dir)]
     pub out: PathBuf,
     /// Build one cell of a profile's matrix: its toolchain, template, environment.
     #[arg(long, value_name = "CELL")]
@@ -216,8 +237,8 @@ pub struct SdistArgs {
     /// The project's source directory (with pyproject.toml or setup.py).
     #[arg(long, value_name = "DIR")]
     pub source: PathBuf,
-    /// Where to write the normalized sdist (`<name>-<version>.tar.gz`).
-    #[arg(long, value_name = "DIR")]
+    /// The directory the normalized sdist (`<name>-<version>.tar.gz`) is written to.
+    #[arg(long, value_name = "DIR", value_parser = out_dir)]
     pub out: PathBuf,
     /// A project profile whose `[sdist] env` the backend gets (before any `--set`).
     #[arg(long, value_name = "FILE")]
@@ -239,8 +260,9 @@ pub struct NormalizeArgs {
     /// Wheels or sdists (`.tar.gz`) to normalize.
     #[arg(required = true, value_name = "WHEEL|SDIST")]
     pub wheels: Vec<PathBuf>,
-    /// Output directory; each file keeps its name. May be the input's own directory.
-    #[arg(long, value_name = "DIR")]
+    /// The directory the files are written to, each keeping its name (may be the input's
+    /// own directory).
+    #[arg(long, value_name = "DIR", value_parser = out_dir)]
     pub out: PathBuf,
     #[command(flatten)]
     pub epoch: EpochArgs,
@@ -260,8 +282,9 @@ pub struct DiffArgs {
 
 #[derive(Args, Debug)]
 pub struct DemoArgs {
-    /// Where to leave the two wheels [default: a temporary directory, removed afterwards].
-    #[arg(long, value_name = "DIR")]
+    /// The directory the two wheels are left in [default: a temporary directory, removed
+    /// afterwards].
+    #[arg(long, value_name = "DIR", value_parser = out_dir)]
     pub out: Option<PathBuf>,
     #[command(flatten)]
     pub env: BuildEnvArgs,
@@ -276,9 +299,10 @@ pub enum NameCommand {
         /// Normalized distribution name, e.g. cupy-cuda13x.
         #[arg(long)]
         dist: String,
-        /// Python version, e.g. 3.12 or 3.14t.
-        #[arg(long)]
-        python: String,
+        /// The cell's Python version, e.g. 3.12 or 3.14t (`--python` names an interpreter
+        /// elsewhere; the old spelling here still works).
+        #[arg(long, alias = "python", value_name = "X.Y")]
+        python_version: String,
         /// linux-64, linux-aarch64 or win-64.
         #[arg(long)]
         platform: String,
@@ -367,6 +391,29 @@ pub struct ToolchainArgs {
     pub common: Common,
 }
 
+/// `--out` of a command that writes into a directory (created if missing): an existing file
+/// there is refused before anything runs, naming what `--out` is for this command.
+fn out_dir(s: &str) -> Result<PathBuf, String> {
+    let path = PathBuf::from(s);
+    if path.exists() && !path.is_dir() {
+        return Err(format!(
+            "{s:?} is not a directory; this command's --out is the directory it writes into"
+        ));
+    }
+    Ok(path)
+}
+
+/// `--out` of a command that writes one file: an existing directory there is refused.
+fn out_file(s: &str) -> Result<PathBuf, String> {
+    let path = PathBuf::from(s);
+    if path.is_dir() {
+        return Err(format!(
+            "{s:?} is a directory; this command's --out is the file it writes"
+        ));
+    }
+    Ok(path)
+}
+
 /// `--listen`: loopback only, so neither the network nor a container next door reaches it.
 fn loopback_listen(s: &str) -> Result<SocketAddr, String> {
     let addr: SocketAddr = s
@@ -433,10 +480,12 @@ pub struct ScopeArgs {
 pub enum CacheCommand {
     /// Run the scoped gateway on loopback until killed; prints its URL.
     Serve {
-        /// A directory, redis://[user@]host:port, s3://bucket/prefix, gs://bucket/prefix or gha.
-        #[arg(long, value_name = "DIR|URL")]
+        /// The cache store: a directory, redis://[user@]host:port, s3://bucket/prefix,
+        /// gs://bucket/prefix or gha.
+        #[arg(long = "cache-store", alias = "store", value_name = "DIR|URL")]
         store: String,
         /// File holding the store's secret (Redis password, S3 secret key, GCS key or token).
+        /// Left in place.
         #[arg(long, value_name = "FILE")]
         password_file: Option<PathBuf>,
         #[command(flatten)]
@@ -478,27 +527,26 @@ pub enum CacheCommand {
     },
     /// Probe whether the store credential can write scopes this build must not; fail closed.
     Check {
-        /// The store with the credential this job holds (its secret in --password-file).
-        #[arg(long, value_name = "URL")]
+        /// The cache store with the credential this job holds (its secret in --password-file).
+        #[arg(long = "cache-store", alias = "store", value_name = "URL")]
         store: String,
-        /// File holding the store's secret.
+        /// File holding the store's secret. Left in place: the build reads it after the check.
         #[arg(long, value_name = "FILE")]
         password_file: Option<PathBuf>,
         #[command(flatten)]
         scope: ScopeArgs,
-        /// Print the probes' results as JSON.
-        #[arg(long)]
-        json: bool,
+        #[command(flatten)]
+        common: Common,
     },
     /// A credential for one pull request's build that writes only pr/<N>: a Redis ACL user
     /// that expires (its URL on stdout, its password in --out), or for s3:// and gs:// the
     /// IAM policy to attach (JSON on stdout).
     Grant {
-        /// The store with an admin credential (redis://admin@host:port), or the s3:// or
-        /// gs:// store the policy is for.
-        #[arg(long, value_name = "URL")]
+        /// The cache store with an admin credential (redis://admin@host:port), or the s3://
+        /// or gs:// store the policy is for.
+        #[arg(long = "cache-store", alias = "store", value_name = "URL")]
         store: String,
-        /// File holding the admin credential's secret.
+        /// File holding the admin credential's secret. Left in place.
         #[arg(long, value_name = "FILE")]
         password_file: Option<PathBuf>,
         /// The pull request the credential is for: it may write pr/<N> only.
@@ -513,8 +561,9 @@ pub enum CacheCommand {
         /// How long the Redis user lives: `90s`, `30m`, `6h`, `1d`.
         #[arg(long, default_value = "6h", value_parser = parse_ttl)]
         ttl: std::time::Duration,
-        /// Where the Redis user's password goes (mode 0600); required for redis:// stores.
-        #[arg(long, value_name = "FILE")]
+        /// The file the Redis user's password is written to (mode 0600); required for
+        /// redis:// stores.
+        #[arg(long, value_name = "FILE", value_parser = out_file)]
         out: Option<PathBuf>,
     },
 }
@@ -579,9 +628,8 @@ pub struct InputsArgs {
     /// List every input that went into the digest.
     #[arg(long)]
     pub explain: bool,
-    /// Print a JSON report on stdout instead of plain lines.
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub common: Common,
 }
 
 /// `6h`, `30m`, `90s`, `1d` for `cache grant --ttl`.
@@ -627,6 +675,18 @@ pub enum WorkflowsCommand {
     /// Show which workflows and jobs an event starts, with what token, secrets and OIDC, and
     /// what they cause in turn (GitHub's documented rules applied to the workflow files).
     Explain(ExplainArgs),
+    /// List every `vouch` command line the generated workflows run, with the flags each
+    /// passes: what the pinned vouch (`[workflows.source] rev`) must accept.
+    Calls(CallsArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct CallsArgs {
+    /// The profile the workflows are generated from.
+    #[arg(long, default_value = "vouch.toml", value_name = "FILE")]
+    pub profile: PathBuf,
+    #[command(flatten)]
+    pub common: Common,
 }
 
 #[derive(Args, Debug)]
@@ -661,9 +721,8 @@ pub struct ExplainArgs {
     /// The pull request was labelled after a /test of its previous head.
     #[arg(long)]
     pub previously_tested: bool,
-    /// Print a JSON report on stdout instead of plain lines.
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub common: Common,
 }
 
 #[derive(Args, Debug)]
@@ -672,8 +731,8 @@ pub struct WorkflowsArgs {
     /// to the repository root).
     #[arg(long, default_value = "vouch.toml", value_name = "FILE")]
     pub profile: PathBuf,
-    /// The workflows directory.
-    #[arg(long, default_value = ".github/workflows", value_name = "DIR")]
+    /// The workflows directory the files are written to (or read from).
+    #[arg(long, default_value = ".github/workflows", value_name = "DIR", value_parser = out_dir)]
     pub out: PathBuf,
 }
 
@@ -682,6 +741,12 @@ pub struct PolicyArgs {
     /// Source repository `OWNER/NAME` the certificate must name (OID .1.12).
     #[arg(long, short = 'R', value_name = "OWNER/NAME")]
     pub repo: Option<String>,
+    /// The organization or user whose repository must have signed (OID .1.12 names one of
+    /// theirs), as gh's `--owner`. Alone it accepts a build by any of the owner's repositories;
+    /// `verify` without other evidence then looks the digest up in the owner's attestation
+    /// store.
+    #[arg(long, value_name = "OWNER")]
+    pub owner: Option<String>,
     /// Workflow that signed (OID .1.9): `PATH`, `OWNER/REPO/PATH`, optionally `@REF`. For
     /// reusable workflows this is the called workflow.
     #[arg(long, value_name = "WORKFLOW")]
@@ -784,7 +849,8 @@ pub fn parse_event_name(s: &str) -> Result<String, String> {
 
 #[derive(Args, Debug)]
 #[command(group(clap::ArgGroup::new("subject").required(true).args(["file", "digest"])))]
-#[command(group(clap::ArgGroup::new("evidence").required(true).args(["bundle", "attestation", "provenance", "github_attestations"])))]
+// The evidence is one of these, or with none of them `--owner`'s store (checked by `verify`).
+#[command(group(clap::ArgGroup::new("evidence").args(["bundle", "attestation", "provenance", "github_attestations"])))]
 pub struct VerifyArgs {
     /// The file to verify (wheel, sdist, anything).
     pub file: Option<PathBuf>,
@@ -819,8 +885,8 @@ pub struct AttestArgs {
     /// Files to attest (one subject each, by file name and sha256).
     #[arg(required = true, value_name = "FILE")]
     pub files: Vec<PathBuf>,
-    /// Where to write the Sigstore bundle (`.sigstore.json`).
-    #[arg(long, value_name = "BUNDLE")]
+    /// The file the Sigstore bundle (`.sigstore.json`) is written to.
+    #[arg(long, value_name = "BUNDLE", value_parser = out_file)]
     pub out: PathBuf,
     #[command(flatten)]
     pub signer: SignerArgs,
@@ -962,8 +1028,9 @@ pub struct ClaimArgs {
 
 #[derive(Args, Debug)]
 pub struct KeygenArgs {
-    /// Private key output (PKCS#8 PEM, mode 0600); the public key goes to `<out>.pub`.
-    #[arg(long, value_name = "FILE")]
+    /// The file the private key (PKCS#8 PEM, mode 0600) is written to; the public key goes
+    /// to `<out>.pub`.
+    #[arg(long, value_name = "FILE", value_parser = out_file)]
     pub out: PathBuf,
 }
 
@@ -991,12 +1058,36 @@ pub struct AuditArgs {
     pub github: GithubAccessArgs,
     #[command(flatten)]
     pub policy: PolicyArgs,
-    /// Print the report as a JSON array.
-    #[arg(long, conflicts_with = "markdown")]
-    pub json: bool,
-    /// Print the report as a Markdown table.
-    #[arg(long)]
-    pub markdown: bool,
+    /// Print the report as a JSON array; the same as `--format json`.
+    #[arg(long, conflicts_with_all = ["markdown", "format"])]
+    json: bool,
+    /// Print the report as a Markdown table; the same as `--format markdown`.
+    #[arg(long, conflicts_with = "format")]
+    markdown: bool,
+    /// How the report is printed: `text` (the default), `json` or `markdown`.
+    #[arg(long, value_enum, value_name = "FORMAT")]
+    format: Option<AuditFormat>,
+}
+
+impl AuditArgs {
+    pub fn format(&self) -> AuditFormat {
+        match (self.json, self.markdown, self.format) {
+            (true, _, _) => AuditFormat::Json,
+            (_, true, _) => AuditFormat::Markdown,
+            (_, _, f) => f.unwrap_or(AuditFormat::Text),
+        }
+    }
+}
+
+/// `audit --format`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum AuditFormat {
+    /// One line per file, for people.
+    Text,
+    /// A JSON array, one object per file.
+    Json,
+    /// A Markdown table (a release note, a step summary).
+    Markdown,
 }
 
 #[derive(Args, Debug)]
@@ -1013,9 +1104,8 @@ pub struct RebuildArgs {
     pub policy: PolicyArgs,
     #[command(flatten)]
     pub env: BuildEnvArgs,
-    /// Print a JSON report on stdout instead of plain lines.
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub common: Common,
 }
 
 #[derive(Args, Debug)]
@@ -1103,9 +1193,8 @@ pub struct FetchArgs {
     /// artifacts of the build's runs at the commit.
     #[arg(long, value_name = "OWNER/NAME", conflicts_with = "store")]
     pub github_attestations: Option<String>,
-    /// Print the report (or the failure) as JSON.
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub common: Common,
 }
 
 #[derive(Args, Debug)]
@@ -1118,7 +1207,7 @@ pub struct CompletionsArgs {
 #[derive(Args, Debug)]
 pub struct ManArgs {
     /// The directory the pages are written to (created if missing; pages there are replaced).
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", value_parser = out_dir)]
     pub out: PathBuf,
 }
 
@@ -1180,12 +1269,19 @@ pub struct DispatchFlexciArgs {
     #[arg(long, value_name = "TAGS.json")]
     pub projects: PathBuf,
     /// File holding the webhook secret (less one trailing newline). It is read, then deleted
-    /// (unless --keep-secret-file), as soon as the command line is parsed.
-    #[arg(long, value_name = "FILE", value_parser = take_secret_file, required_unless_present = "dry_run")]
-    pub secret_file: Option<SecretString>,
-    /// Leave the --secret-file in place.
-    #[arg(long, requires = "secret_file")]
-    pub keep_secret_file: bool,
+    /// (unless --keep-password-file), as soon as the command line is parsed. `--secret-file`
+    /// is the old spelling.
+    #[arg(
+        long,
+        alias = "secret-file",
+        value_name = "FILE",
+        value_parser = take_secret_file,
+        required_unless_present = "dry_run"
+    )]
+    pub password_file: Option<SecretString>,
+    /// Leave the --password-file in place.
+    #[arg(long, alias = "keep-secret-file", requires = "password_file")]
+    pub keep_password_file: bool,
     /// FlexCI's base URL (https; plain http only on loopback).
     #[arg(long, default_value = "https://ci.preferred.jp", value_name = "URL")]
     pub flexci_uri: String,
@@ -1193,17 +1289,18 @@ pub struct DispatchFlexciArgs {
     #[arg(long, value_name = "TAG")]
     pub external_tag: Vec<String>,
     /// Send nothing: write the request to --out instead (`body.json`, its exact bytes, and
-    /// `request.json`, its URL and headers). Without --secret-file the signatures are left out.
+    /// `request.json`, its URL and headers). Without --password-file the signatures are left
+    /// out.
     #[arg(long, requires = "out")]
     pub dry_run: bool,
-    /// Where --dry-run writes the request.
-    #[arg(long, value_name = "DIR", requires = "dry_run")]
+    /// The directory --dry-run writes the request into.
+    #[arg(long, value_name = "DIR", value_parser = out_dir, requires = "dry_run")]
     pub out: Option<PathBuf>,
     #[command(flatten)]
     pub common: Common,
 }
 
-/// The `--secret-file` value parser. Like a token file, the file was read (and removed) before
+/// The dispatch `--password-file` value parser. Like a token file, the file was read (and removed) before
 /// clap ran; only one trailing line ending is dropped, since every other byte is signed with.
 fn take_secret_file(value: &str) -> Result<SecretString, String> {
     let path = PathBuf::from(value);
@@ -1245,8 +1342,8 @@ pub struct DispatchRepositoryArgs {
 pub struct FetchCmd {
     #[command(flatten)]
     pub fetch: FetchArgs,
-    /// Where the verified wheels (and their bundles) go.
-    #[arg(long, value_name = "DIR")]
+    /// The directory the verified wheels (and their bundles) are written to.
+    #[arg(long, value_name = "DIR", value_parser = out_dir)]
     pub out: PathBuf,
 }
 
@@ -1257,8 +1354,8 @@ pub struct InstallCmd {
     /// The Python whose pip installs the wheels.
     #[arg(long, default_value = "python3", value_name = "PYTHON")]
     pub python: PathBuf,
-    /// Keep the verified wheels here instead of a temporary directory.
-    #[arg(long, value_name = "DIR")]
+    /// A directory to keep the verified wheels in, instead of a temporary one.
+    #[arg(long, value_name = "DIR", value_parser = out_dir)]
     pub out: Option<PathBuf>,
     /// Also install what the wheels require, with these extras in effect (`test`, `all,test`):
     /// their base `Requires-Dist` and the extras', markers evaluated for --python, in a second
@@ -1364,9 +1461,8 @@ pub struct PrRunPinArgs {
     /// Write the pinned request record (event.json, request.json) into this directory.
     #[arg(long, value_name = "DIR")]
     pub request_out: Option<PathBuf>,
-    /// Print a JSON report on stdout instead of the matrix.
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub common: Common,
 }
 
 #[derive(Args, Debug)]
@@ -1376,8 +1472,8 @@ pub struct PrRunSignArgs {
     /// The artifact to sign, as the matrix names it (without `unsigned-`).
     #[arg(long, value_name = "NAME")]
     pub artifact: String,
-    /// Where the wheel and `<NAME>.sigstore.json` go.
-    #[arg(long, value_name = "DIR")]
+    /// The directory the wheel and `<NAME>.sigstore.json` are written to.
+    #[arg(long, value_name = "DIR", value_parser = out_dir)]
     pub out: PathBuf,
     #[command(flatten)]
     pub signer: SignerArgs,
@@ -1385,9 +1481,8 @@ pub struct PrRunSignArgs {
     /// --token-file token (which then needs `attestations: write`).
     #[arg(long)]
     pub record_github: bool,
-    /// Print a JSON report on stdout instead of plain lines.
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub common: Common,
 }
 
 #[cfg(test)]
@@ -1484,5 +1579,188 @@ mod tests {
         assert_eq!(gh.bundle, ours.bundle);
         assert_eq!(gh.policy.cli_spec(), ours.policy.cli_spec());
         assert_eq!(gh.policy.trust_root, ours.policy.trust_root);
+    }
+
+    /// The renamed flags (one name for one idea) keep their old spellings as hidden aliases:
+    /// workflows generated by an older vouch, and scripts, still parse to the same values.
+    #[test]
+    fn old_spellings_parse_as_the_new_names() {
+        use clap::Parser as _;
+        let parse = |args: &[&str]| {
+            format!(
+                "{:?}",
+                Cli::try_parse_from(std::iter::once("vouch").chain(args.iter().copied()))
+                    .unwrap_or_else(|e| panic!("{args:?}: {e}"))
+                    .command
+            )
+        };
+        let sha = "0123456789abcdef0123456789abcdef01234567";
+        for (old, new) in [
+            (
+                vec!["name", "render", "--dist", "d", "--python", "3.12"],
+                vec!["name", "render", "--dist", "d", "--python-version", "3.12"],
+            ),
+            (
+                vec!["cache", "check", "--store", "gha", "--scope-from-github"],
+                vec![
+                    "cache",
+                    "check",
+                    "--cache-store",
+                    "gha",
+                    "--scope-from-github",
+                ],
+            ),
+            (
+                vec!["cache", "grant", "--store", "redis://a@h:1", "--pr", "1"],
+                vec![
+                    "cache",
+                    "grant",
+                    "--cache-store",
+                    "redis://a@h:1",
+                    "--pr",
+                    "1",
+                ],
+            ),
+            (
+                vec![
+                    "build",
+                    "--source",
+                    "s",
+                    "--out",
+                    "o",
+                    "--cache-password-file",
+                    "p",
+                ],
+                vec![
+                    "build",
+                    "--source",
+                    "s",
+                    "--out",
+                    "o",
+                    "--password-file",
+                    "p",
+                ],
+            ),
+            (
+                vec!["verify", "f", "-b", "b", "--repo", "o/r", "--json"],
+                vec![
+                    "verify", "f", "-b", "b", "--repo", "o/r", "--format", "json",
+                ],
+            ),
+            (
+                vec!["audit", "d", "--markdown"],
+                vec!["audit", "d", "--format", "markdown"],
+            ),
+        ] {
+            let tail = ["--platform", "linux-64", "--sha", sha];
+            let (old, new) = if old[0] == "name" {
+                ([old, tail.to_vec()].concat(), [new, tail.to_vec()].concat())
+            } else {
+                (old, new)
+            };
+            let (o, n) = (parse(&old), parse(&new));
+            if old[0] == "verify" || old[0] == "audit" {
+                // The two spellings are kept apart in the grammar; what they select is one.
+                assert_ne!(o, n);
+            } else {
+                assert_eq!(o, n, "{old:?} vs {new:?}");
+            }
+        }
+        // Only the new names are shown.
+        let help = {
+            let mut cmd = Cli::command();
+            let cache = cmd.find_subcommand_mut("cache").unwrap();
+            cache
+                .find_subcommand_mut("check")
+                .unwrap()
+                .render_help()
+                .to_string()
+        };
+        assert!(
+            help.contains("--cache-store") && !help.contains("--store "),
+            "{help}"
+        );
+    }
+
+    /// `--json`, `--format json` and (for audit) `--markdown`/`--format markdown` select the
+    /// same report; `--json` with `--format` is refused rather than one silently winning.
+    #[test]
+    fn format_json_is_json() {
+        use clap::Parser as _;
+        let verify = |extra: &[&str]| {
+            let mut args = vec!["vouch", "verify", "f", "-b", "b", "--repo", "o/r"];
+            args.extend_from_slice(extra);
+            match Cli::try_parse_from(args).map(|c| c.command) {
+                Ok(super::Command::Verify(v)) => Ok(v.common.json()),
+                Ok(_) => unreachable!(),
+                Err(e) => Err(e.kind()),
+            }
+        };
+        assert_eq!(verify(&[]), Ok(false));
+        assert_eq!(verify(&["--json"]), Ok(true));
+        assert_eq!(verify(&["--format", "json"]), Ok(true));
+        assert_eq!(verify(&["--format=text"]), Ok(false));
+        assert_eq!(
+            verify(&["--json", "--format", "text"]),
+            Err(clap::error::ErrorKind::ArgumentConflict)
+        );
+        let audit = |extra: &[&str]| {
+            let args = [&["vouch", "audit", "d"][..], extra].concat();
+            match Cli::try_parse_from(args).unwrap().command {
+                super::Command::Audit(a) => a.format(),
+                _ => unreachable!(),
+            }
+        };
+        assert_eq!(audit(&[]), super::AuditFormat::Text);
+        assert_eq!(audit(&["--json"]), super::AuditFormat::Json);
+        assert_eq!(
+            audit(&["--format", "markdown"]),
+            super::AuditFormat::Markdown
+        );
+        assert_eq!(audit(&["--markdown"]), super::AuditFormat::Markdown);
+    }
+
+    /// Per command, `--out` is a directory or a file; the other kind is refused at parse time,
+    /// naming what this command's --out is.
+    #[test]
+    fn out_is_one_kind_per_command() {
+        use clap::Parser as _;
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("f");
+        std::fs::write(&file, "x").unwrap();
+        let (d, f) = (dir.path().to_str().unwrap(), file.to_str().unwrap());
+        let err = |args: &[&str]| match Cli::try_parse_from(args) {
+            Ok(_) => panic!("{args:?} parsed"),
+            Err(e) => e.to_string(),
+        };
+        let e = err(&["vouch", "attest", "w.whl", "--out", d, "--local"]);
+        assert!(
+            e.contains("is a directory; this command's --out is the file it writes"),
+            "{e}"
+        );
+        let e = err(&["vouch", "keygen", "--out", d]);
+        assert!(e.contains("the file it writes"), "{e}");
+        let e = err(&["vouch", "build", "--source", d, "--out", f]);
+        assert!(
+            e.contains("is not a directory; this command's --out is the directory"),
+            "{e}"
+        );
+        let e = err(&["vouch", "man", "--out", f]);
+        assert!(e.contains("the directory it writes into"), "{e}");
+        // And every --out says which in its help.
+        fn walk(cmd: &clap::Command, path: &str, bad: &mut Vec<String>) {
+            for arg in cmd.get_arguments().filter(|a| a.get_id() == "out") {
+                let help = arg.get_help().map(|h| h.to_string()).unwrap_or_default();
+                if !help.contains("directory") && !help.contains("file") {
+                    bad.push(format!("{path}: {help}"));
+                }
+            }
+            for sub in cmd.get_subcommands() {
+                walk(sub, &format!("{path} {}", sub.get_name()), bad);
+            }
+        }
+        let mut bad = Vec::new();
+        walk(&Cli::command(), "vouch", &mut bad);
+        assert!(bad.is_empty(), "--out without its kind: {bad:?}");
     }
 }

@@ -253,6 +253,7 @@ impl PolicyArgs {
     pub fn cli_spec(&self) -> vouch_verify::PolicySpec {
         vouch_verify::PolicySpec {
             repository: self.repo.clone(),
+            owner: self.owner.clone(),
             signer_workflow: self.signer_workflow.clone(),
             build_workflow: self.build_workflow.clone(),
             git_ref: self.git_ref.clone(),
@@ -292,6 +293,13 @@ impl PolicyArgs {
                 "--issuer applies to certificates; a bundle verified with --key has none".into()
             ));
         }
+        if let (Some(repo), Some(owner)) = (&self.repo, &self.owner)
+            && repo.split('/').next() != Some(owner.as_str())
+        {
+            anyhow::bail!(UsageError(format!(
+                "--repo {repo} is not one of --owner {owner}'s repositories; give one of them, or the repository alone"
+            )));
+        }
         Ok(())
     }
 
@@ -311,9 +319,16 @@ impl PolicyArgs {
         let p = self.policy_for(file.as_ref(), dist);
         // The source repository must be named: a reusable workflow's signer URI names the
         // repository that holds the workflow, not the one that was built.
-        if self.key.is_none() && p.repository.is_none() {
+        if self.key.is_none() && p.repository.is_none() && p.owner.is_none() {
             anyhow::bail!(UsageError(
-                "keyless verification needs an identity: give --repo OWNER/NAME (or `repository` in a --policy file)".into()
+                "keyless verification needs an identity: give --repo OWNER/NAME (or `repository` in a --policy file), or at least --owner OWNER".into()
+            ));
+        }
+        if p.repository.is_none()
+            && let Some(owner) = &p.owner
+        {
+            output::annotate_warning(&format!(
+                "only --owner {owner} is required: a build by any of {owner}'s repositories passes; give --repo to name the one"
             ));
         }
         Ok(p)

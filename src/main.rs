@@ -22,11 +22,7 @@ use commands::{
 fn main() -> ExitCode {
     let argv: Vec<_> = std::env::args_os().collect();
     token_files::take_all(&argv);
-    // Arguments after `--` are pip's.
-    let json = argv
-        .iter()
-        .take_while(|a| a.as_os_str() != "--")
-        .any(|a| a.as_os_str() == "--json");
+    let json = wants_json(&argv);
     let args = match Cli::try_parse() {
         Ok(args) => args,
         Err(e) => {
@@ -59,6 +55,21 @@ fn main() -> ExitCode {
             status.into()
         }
     }
+}
+
+/// Whether the command line asks for JSON (`--json`, `--format json`), read before clap so a
+/// usage error is reported as JSON too. Arguments after `--` are pip's.
+fn wants_json(argv: &[std::ffi::OsString]) -> bool {
+    let args: Vec<_> = argv
+        .iter()
+        .map(|a| a.to_string_lossy())
+        .take_while(|a| a != "--")
+        .collect();
+    args.iter().enumerate().any(|(i, a)| {
+        a == "--json"
+            || a == "--format=json"
+            || a == "--format" && args.get(i + 1).is_some_and(|v| v == "json")
+    })
 }
 
 fn run(command: Command) -> anyhow::Result<ExitCode> {

@@ -7,22 +7,48 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::sync::{Mutex, OnceLock};
 
-/// Flags whose value is a token file, and the flag that keeps it, if one may.
-const FLAGS: &[(&str, Option<&str>)] = &[
-    ("--token-file", Some("--keep-token-file")),
-    ("--oidc-token-file", None),
-    ("--secret-file", Some("--keep-secret-file")),
+/// Flags whose value is a token file, the flags that keep it, if one may, and the only
+/// command where the flag is one (`None`: every command). `--password-file` is consumed only by
+/// `dispatch`: a cache store's password file is read again by later steps (the build after
+/// `cache check`), so the cache commands leave it in place and say so in their help.
+const FLAGS: &[(&str, &[&str], Option<&str>)] = &[
+    ("--token-file", &["--keep-token-file"], None),
+    ("--oidc-token-file", &[], None),
+    (
+        "--password-file",
+        &["--keep-password-file", "--keep-secret-file"],
+        Some("dispatch"),
+    ),
+    (
+        "--secret-file",
+        &["--keep-password-file", "--keep-secret-file"],
+        Some("dispatch"),
+    ),
 ];
 
-/// Commands that read `GH_TOKEN_FILE` from the environment, and the flag that makes them talk
-/// to GitHub (`None`: always). Without it the file is left alone: a later step may need it.
-const ENV_COMMANDS: &[(&str, Option<&[&str]>)] = &[
-    ("fetch", None),
-    ("install", None),
-    ("attest", Some(&["--record-github"])),
-    ("verify", Some(&["--github-attestations"])),
-    ("audit", Some(&["--github-attestations"])),
-];
+/// Whether `command` with these arguments asks GitHub's API, and so reads `GH_TOKEN_FILE`.
+/// Otherwise the file is left alone: a later step may need it.
+fn talks_to_github(command: &str, args: &[&OsString]) -> bool {
+    let has = |flags: &[&str]| {
+        args.iter().any(|a| {
+            let a = a.to_string_lossy();
+            flags
+                .iter()
+                .any(|f| a == *f || a.starts_with(&format!("{f}=")))
+        })
+    };
+    match command {
+        "fetch" | "install" => true,
+        "attest" => has(&["--record-github"]),
+        "audit" => has(&["--github-attestations"]),
+        // `--owner` alone: the evidence is the owner's attestation store.
+        "verify" => {
+            has(&["--github-attestations"])
+                || has(&["--owner"]) && !has(&["--bundle", "-b", "--attestation", "--provenance"])
+        }
+        _ => false,
+    }
+}
 
 type Taken = HashMap<PathBuf, Result<String, String>>;
 
@@ -40,38 +66,29 @@ pub fn take_all(args: &[OsString]) {
         .take_while(|a| a.as_os_str() != "--")
         .collect();
     let given = |flag: &str| args.iter().any(|a| a.as_os_str() == flag);
+    let command = args
+        .iter()
+        .map(|a| a.to_string_lossy())
+        .find(|a| !a.starts_with('-'));
     let mut files: Vec<(PathBuf, bool)> = Vec::new();
     for (i, a) in args.iter().enumerate() {
         let a = a.to_string_lossy();
-        for (flag, keep_flag) in FLAGS {
+        for (flag, keep_flags, only_in) in FLAGS {
+            if only_in.is_some_and(|c| command.as_deref() != Some(c)) {
+                continue;
+            }
             let value = if a == *flag {
                 args.get(i + 1).map(|v| PathBuf::from(v.as_os_str()))
             } else {
                 a.strip_prefix(&format!("{flag}=")).map(PathBuf::from)
             };
             if let Some(v) = value {
-                files.push((v, keep_flag.is_some_and(given)));
+                files.push((v, keep_flags.iter().any(|k| given(k))));
             }
         }
     }
     let keep = given("--keep-token-file");
-    let command = args
-        .iter()
-        .map(|a| a.to_string_lossy())
-        .find(|a| !a.starts_with('-'));
-    let reads_env = command.is_some_and(|c| {
-        ENV_COMMANDS.iter().any(|(name, when)| {
-            *name == c.as_ref()
-                && when.is_none_or(|flags| {
-                    args.iter().any(|a| {
-                        let a = a.to_string_lossy();
-                        flags
-                            .iter()
-                            .any(|f| a == *f || a.starts_with(&format!("{f}=")))
-                    })
-                })
-        })
-    });
+    let reads_env = command.is_some_and(|c| talks_to_github(&c, &args));
     if reads_env && let Some(v) = std::env::var_os("GH_TOKEN_FILE").filter(|v| !v.is_empty()) {
         files.push((PathBuf::from(v), keep));
     }

@@ -220,7 +220,7 @@ pub fn run(args: AttestArgs) -> anyhow::Result<ExitCode> {
         .first()
         .map_or("FILE", |s| s.name.as_str());
     let gh = gh_verify_line(&ctx, first, &statement.predicate_type, signer.as_deref());
-    if args.common.json {
+    if args.common.json() {
         let mut doc = serde_json::json!({ "bundle": args.out, "statement": statement });
         if let Some(id) = recorded {
             doc["github_attestation"] = serde_json::json!({

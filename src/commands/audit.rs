@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use vouch_audit::{Auditor, Verdict};
 
-use crate::cli::{AuditArgs, RebuildArgs};
+use crate::cli::{AuditArgs, AuditFormat, RebuildArgs};
 use crate::output;
 
 pub fn audit(args: AuditArgs) -> anyhow::Result<ExitCode> {
@@ -76,9 +76,10 @@ pub fn audit(args: AuditArgs) -> anyhow::Result<ExitCode> {
         from_store(&args, &auditor, repo, &mut rows)?;
     }
     let passed = !rows.is_empty() && rows.iter().all(|r| r.verdict == Verdict::Verified);
-    if args.json {
+    let format = args.format();
+    if format == AuditFormat::Json {
         output::json(&rows);
-    } else if args.markdown {
+    } else if format == AuditFormat::Markdown {
         output::data(vouch_audit::markdown(&rows));
     } else {
         for r in &rows {
@@ -147,7 +148,7 @@ pub fn rebuild(args: RebuildArgs) -> anyhow::Result<ExitCode> {
     )?;
     let reproduced = report.reproduced;
     let digest = report.original;
-    if args.json {
+    if args.common.json() {
         output::json(&report);
     } else {
         for n in &report.notes {

@@ -40,10 +40,7 @@ fn refuse_unused_flags(args: &BuildArgs) -> anyhow::Result<()> {
         let s = &args.cache.scope;
         let given = [
             ("--cache-store", args.cache.cache_store.is_some()),
-            (
-                "--cache-password-file",
-                args.cache.cache_password_file.is_some(),
-            ),
+            ("--password-file", args.cache.password_file.is_some()),
             ("--scope-from-github", s.scope_from_github),
             ("--event", s.event.is_some()),
             ("--ref", s.git_ref.is_some()),
@@ -88,7 +85,7 @@ pub fn build(args: BuildArgs) -> anyhow::Result<ExitCode> {
     let cache = cache
         .map(|c| c.finish(&output::Terminal, built.shim_cache.clone()))
         .transpose()?;
-    if args.common.json {
+    if args.common.json() {
         output::json(&BuildRecord {
             build: built,
             cache,
@@ -111,7 +108,7 @@ fn cache_setup(args: &BuildArgs) -> anyhow::Result<Option<vouch_cell::CacheSetup
         .context("deciding the cache scope")?;
     Ok(Some(vouch_cell::CacheSetup {
         tool,
-        store: crate::common::store_spec(store, args.cache.cache_password_file.as_deref())?,
+        store: crate::common::store_spec(store, args.cache.password_file.as_deref())?,
         policy,
     }))
 }
@@ -204,7 +201,7 @@ fn summarize(record: &CellRecord) {
 
 fn emit(args: &BuildArgs, record: &CellRecord, wheel: &Path) -> anyhow::Result<ExitCode> {
     summarize(record);
-    if args.common.json {
+    if args.common.json() {
         output::json(record);
     } else {
         if let Some(a) = &record.artifact {

@@ -177,7 +177,7 @@ pub fn run(cmd: CacheCommand) -> anyhow::Result<ExitCode> {
             store,
             password_file,
             scope,
-            json,
+            common,
         } => {
             let store = store_spec(&store, password_file.as_deref())?;
             let policy = scope.policy()?;
@@ -187,7 +187,7 @@ pub fn run(cmd: CacheCommand) -> anyhow::Result<ExitCode> {
             let report = rt
                 .block_on(vouch_cache::check_fence(&store, &policy, &t, &forbidden))
                 .context("probing the cache store")?;
-            if json {
+            if common.json() {
                 output::json(&report);
             } else {
                 for p in &report.probes {

@@ -245,7 +245,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
     } else {
         (None, None, None)
     };
-    if args.common.json {
+    if args.common.json() {
         output::json(&DemoReport {
             builds,
             identical,

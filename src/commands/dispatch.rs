@@ -78,7 +78,7 @@ fn flexci(args: DispatchFlexciArgs) -> anyhow::Result<ExitCode> {
                 selected.len() + skipped.len(),
                 selected.join(", ")
             ));
-            let secret = args.secret_file.as_ref();
+            let secret = args.password_file.as_ref();
             let request = WebhookRequest::new(&endpoint, event, &payload, &selected, secret);
             output::note(format!("request URI: {}", request.url));
             (report.projects, report.skipped) = (selected, skipped);
@@ -105,7 +105,7 @@ fn flexci(args: DispatchFlexciArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn finish(args: &DispatchFlexciArgs, report: &Report) -> anyhow::Result<ExitCode> {
-    if args.common.json {
+    if args.common.json() {
         output::json(report);
     } else {
         for job in &report.jobs {

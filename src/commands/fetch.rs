@@ -211,7 +211,7 @@ fn do_fetch(args: &FetchArgs, out: &Path) -> anyhow::Result<FetchReport> {
                     " (no token was given: pass one with --token-file FILE, or set GH_TOKEN)".to_owned()
                 });
             }
-            if args.json {
+            if args.common.json() {
                 output::json(
                     &serde_json::json!({ "fetched": false, "ok": false, "exit_code": status.code(), "status": status.name(), "message": message }),
                 );
@@ -273,7 +273,7 @@ fn print_report(r: &FetchReport) {
 
 pub fn fetch(cmd: FetchCmd) -> anyhow::Result<ExitCode> {
     let report = do_fetch(&cmd.fetch, &cmd.out)?;
-    if cmd.fetch.json {
+    if cmd.fetch.common.json() {
         output::json(&report);
     } else {
         print_report(&report);
@@ -318,7 +318,7 @@ pub fn install(cmd: InstallCmd) -> anyhow::Result<ExitCode> {
         }
         None => None,
     };
-    if cmd.fetch.json {
+    if cmd.fetch.common.json() {
         let mut doc = serde_json::json!({ "installed": true, "fetch": report });
         if let (Some(plan), Some(installed)) = (&plan, &from_index) {
             doc["dependencies"] = serde_json::json!({

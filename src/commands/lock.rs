@@ -104,7 +104,7 @@ pub fn lock(args: LockArgs) -> anyhow::Result<ExitCode> {
         });
     }
     let stale: Vec<&Written> = report.iter().filter(|w| !w.up_to_date).collect();
-    if args.common.json {
+    if args.common.json() {
         output::json(&report);
     } else {
         for w in &report {

@@ -46,7 +46,7 @@ pub fn inputs(args: InputsArgs) -> anyhow::Result<ExitCode> {
     let mut cell = profile.find_cell(&args.cell)?;
     cell.env.extend(args.set.iter().cloned());
     let d = vouch_profile::inputs_digest(&profile, &cell, &args.source)?;
-    if args.json {
+    if args.common.json() {
         output::json(&d);
     } else {
         if args.explain {

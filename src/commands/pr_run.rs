@@ -96,7 +96,7 @@ fn pin(args: PrRunPinArgs) -> anyhow::Result<ExitCode> {
     if let Some(path) = &args.matrix_out {
         write_atomically(path, matrix.to_string().as_bytes())?;
     }
-    if args.json {
+    if args.common.json() {
         output::json(&report);
     } else {
         output::data(matrix.to_string());
@@ -159,7 +159,7 @@ fn sign(args: PrRunSignArgs) -> anyhow::Result<ExitCode> {
     } else {
         None
     };
-    if args.json {
+    if args.common.json() {
         let mut doc = serde_json::to_value(&signed)?;
         if let Some(id) = recorded {
             doc["github_attestation"] = json!({ "id": id, "repository": args.run.repo });

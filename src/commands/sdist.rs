@@ -60,7 +60,7 @@ pub fn sdist(args: SdistArgs) -> anyhow::Result<ExitCode> {
     let built = vouch_build::build_sdist(&options)
         .with_context(|| format!("building an sdist from {:?}", args.source))?;
     drop(spinner);
-    if args.common.json {
+    if args.common.json() {
         output::json(&SdistRecord {
             sdist: built,
             env: env.into_iter().collect(),

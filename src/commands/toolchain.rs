@@ -30,7 +30,7 @@ pub fn toolchain(cmd: ToolchainCommand) -> anyhow::Result<ExitCode> {
     else {
         anyhow::bail!(no_toolchain(&args, &cell));
     };
-    if args.common.json {
+    if args.common.json() {
         output::json(&installed);
     } else {
         output::note(format!(
@@ -79,7 +79,7 @@ fn dry_run(args: &ToolchainArgs, profile: &Profile, cell: &Cell) -> anyhow::Resu
         toolkit: format!("cuda-{}-{}", cell.cuda, cell.platform),
         plan,
     };
-    if args.common.json {
+    if args.common.json() {
         output::json(&report);
         return Ok(ExitCode::SUCCESS);
     }

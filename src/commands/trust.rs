@@ -19,7 +19,7 @@ pub fn run(cmd: TrustCommand) -> anyhow::Result<ExitCode> {
 fn update(args: &TrustArgs) -> anyhow::Result<ExitCode> {
     let repo = tuf_repo(&args.tuf, &default_cache_dir(args.cache_dir.clone()))?;
     let report = runtime()?.block_on(repo.update(jiff::Timestamp::now()))?;
-    if args.common.json {
+    if args.common.json() {
         output::json(&report);
     } else {
         output::data(format!(
@@ -67,7 +67,7 @@ fn status(args: &TrustArgs) -> anyhow::Result<ExitCode> {
         Err(TufError::NoCache { .. }) => {}
         Err(e) => st.problem = Some(error_chain(&e)),
     }
-    if args.common.json {
+    if args.common.json() {
         output::json(&st);
     } else {
         output::data(format!("verify uses: {}", st.describe));

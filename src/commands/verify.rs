@@ -26,12 +26,30 @@ struct Failure<'a> {
     attestation_store: Option<&'a Vec<vouch_fetch::StoreReport>>,
 }
 
-/// Every attestation `repo`'s store holds for `digest`, each verified under `policy`: the
-/// first that passes, or the first failure (exit status by its kind). None at all is a
-/// bundle failure: there is no evidence.
+/// Whose attestation store `verify` looks a digest up in.
+enum Store<'a> {
+    /// `--github-attestations OWNER/NAME`: one repository's.
+    Repository(&'a str),
+    /// `--owner OWNER` without other evidence: every repository of the owner the token may
+    /// read (the bulk listing, as `gh attestation verify --owner` looks up).
+    Owner(&'a str),
+}
+
+impl Store<'_> {
+    fn name(&self) -> String {
+        match self {
+            Store::Repository(r) => format!("{r}'s attestation store"),
+            Store::Owner(o) => format!("{o}'s attestation stores"),
+        }
+    }
+}
+
+/// Every attestation `store` holds for `digest`, each verified under `policy`: the first that
+/// passes, or the first failure (exit status by its kind). None at all is a bundle failure:
+/// there is no evidence.
 fn from_store(
     args: &VerifyArgs,
-    repo: &str,
+    store: &Store,
     digest: &vouch_core::Sha256Digest,
     policy: &vouch_verify::Policy,
     trust: vouch_verify::TrustSpec,
@@ -44,13 +62,20 @@ fn from_store(
     };
     let client = args.github.client()?;
     let rt = crate::common::runtime()?;
-    let stored = rt.block_on(client.attestations(
-        repo,
-        &digest.to_string(),
-        Some(policy.predicate_type.as_str()),
-    ))?;
+    let predicate = Some(policy.predicate_type.as_str());
+    let stored = match store {
+        Store::Repository(repo) => {
+            rt.block_on(client.attestations(repo, &digest.to_string(), predicate))?
+        }
+        Store::Owner(owner) => rt
+            .block_on(client.attestations_bulk(owner, &[digest.to_string()], predicate))?
+            .into_iter()
+            .flat_map(|(_, found)| found)
+            .collect(),
+    };
+    let name = store.name();
     let (found, reports, error) = vouch_fetch::judge(&digest.to_string(), &stored, |i, bundle| {
-        let evidence = parse_evidence(&bundle.to_string(), &format!("{repo} attestation #{i}"))?;
+        let evidence = parse_evidence(&bundle.to_string(), &format!("{name}, attestation #{i}"))?;
         evidence
             .iter()
             .map(|e| trust.verify(digest, e, policy))
@@ -62,14 +87,14 @@ fn from_store(
         (None, Some(e)) => Err(VerifyError::new(
             e.kind,
             format!(
-                "none of the {} attestation(s) {repo}'s store holds for {digest} passed: {}",
+                "none of the {} attestation(s) for {digest} in {name} passed: {}",
                 stored.len(),
                 vouch_fetch::ignored_summary(report)
             ),
         )),
         (None, None) => Err(VerifyError::new(
             vouch_verify::ErrorKind::Bundle,
-            format!("no evidence: {repo}'s attestation store holds no attestation for {digest}"),
+            format!("no evidence: no attestation for {digest} in {name}"),
         )),
     })
 }
@@ -91,10 +116,30 @@ fn causes(e: &VerifyError) -> Vec<String> {
 }
 
 pub fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
-    if args.policy.offline && args.github_attestations.is_some() {
-        anyhow::bail!(crate::common::UsageError(
-            "--github-attestations asks GitHub's API, and --offline means no network: give the bundle with --bundle instead".into()
-        ));
+    let evidence_file = args
+        .bundle
+        .as_ref()
+        .or(args.attestation.as_ref())
+        .or(args.provenance.as_ref());
+    let store = match (&args.github_attestations, evidence_file, &args.policy.owner) {
+        (Some(repo), _, _) => Some(Store::Repository(repo)),
+        (None, None, Some(owner)) => Some(Store::Owner(owner)),
+        (None, Some(_), _) => None,
+        (None, None, None) => anyhow::bail!(crate::common::UsageError(
+            "no evidence named: give --bundle, --attestation, --provenance, --github-attestations OWNER/NAME, or --owner OWNER to look the digest up in the owner's attestation store".into()
+        )),
+    };
+    if args.policy.offline
+        && let Some(store) = &store
+    {
+        let flag = match store {
+            Store::Repository(_) => "--github-attestations",
+            Store::Owner(_) => "--owner without a bundle",
+        };
+        anyhow::bail!(crate::common::UsageError(format!(
+            "{flag} looks in {}, through GitHub's API, and --offline means no network: give the bundle with --bundle instead",
+            store.name()
+        )));
     }
     let dist = args
         .file
@@ -115,17 +160,11 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
         (None, None) => unreachable!("clap requires one"),
     };
     let mut store_report = Vec::new();
-    let (evidence_name, result) = if let Some(repo) = &args.github_attestations {
-        let name = format!("{repo}'s attestation store");
-        let result = from_store(&args, repo, &digest, &policy, trust, &mut store_report)?;
-        (name, result)
+    let (evidence_name, result) = if let Some(store) = &store {
+        let result = from_store(&args, store, &digest, &policy, trust, &mut store_report)?;
+        (store.name(), result)
     } else {
-        let evidence_path = args
-            .bundle
-            .as_ref()
-            .or(args.attestation.as_ref())
-            .or(args.provenance.as_ref())
-            .expect("clap requires one");
+        let evidence_path = evidence_file.expect("no store without an evidence file");
         let text = read_regular_to_string(evidence_path)?;
         let result = (|| -> Result<Vec<Verified>, VerifyError> {
             let evidence = parse_evidence(&text, &evidence_path.display().to_string())?;
@@ -157,9 +196,9 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
                 shown,
                 all.len()
             ));
-            if args.common.json {
+            if args.common.json() {
                 let mut doc = serde_json::json!({ "verified": true, "results": all });
-                if args.github_attestations.is_some() {
+                if store.is_some() {
                     doc["attestation_store"] = serde_json::json!(store_report);
                 }
                 output::json(&doc);
@@ -181,7 +220,7 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
                 e.kind.as_str(),
                 e.message.replace('|', "\\|")
             ));
-            if args.common.json {
+            if args.common.json() {
                 output::json(&Failure {
                     verified: false,
                     ok: false,
@@ -191,7 +230,7 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
                     kind: e.kind.as_str(),
                     message: e.message.clone(),
                     causes: causes(&e),
-                    attestation_store: args.github_attestations.as_ref().map(|_| &store_report),
+                    attestation_store: store.as_ref().map(|_| &store_report),
                 });
             }
             Err(anyhow::Error::new(e).context(format!("verification of {evidence_name} failed")))

@@ -26,12 +26,12 @@ pub fn normalize(args: NormalizeArgs) -> anyhow::Result<ExitCode> {
             let r = vouch_wheel::normalize_wheel(file, &args.out, options).with_context(context)?;
             (r.sha256, r.output.clone(), serde_json::to_value(r)?)
         };
-        if !args.common.json {
+        if !args.common.json() {
             output::data(format!("{sha256}  {}", written.display()));
         }
         reports.push(report);
     }
-    if args.common.json {
+    if args.common.json() {
         output::json(&reports);
     }
     Ok(ExitCode::SUCCESS)
@@ -49,7 +49,7 @@ pub fn diff(args: DiffArgs) -> anyhow::Result<ExitCode> {
     } else {
         vouch_wheel::diff_wheels(&args.a, &args.b)?
     };
-    if args.common.json {
+    if args.common.json() {
         output::json(&d);
     } else if d.identical {
         output::data(format!("identical: {}", d.sha256[0]));
@@ -109,12 +109,12 @@ pub fn name(cmd: NameCommand) -> anyhow::Result<ExitCode> {
     match cmd {
         NameCommand::Render {
             dist,
-            python,
+            python_version,
             platform,
             pr,
             sha,
         } => {
-            let python: PythonVersion = python.parse()?;
+            let python: PythonVersion = python_version.parse()?;
             let platform: Platform = platform.parse()?;
             output::data(ArtifactName::new(dist, python, platform, pr, sha)?);
         }
@@ -130,7 +130,7 @@ pub fn name(cmd: NameCommand) -> anyhow::Result<ExitCode> {
                 pr: n.pr,
                 sha: &n.sha,
             };
-            if common.json {
+            if common.json() {
                 output::json(&parts);
             } else {
                 output::data(format!(

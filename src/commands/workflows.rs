@@ -5,14 +5,14 @@ use std::process::ExitCode;
 
 use vouch_profile::Profile;
 
-use crate::cli::{ExplainArgs, WorkflowsArgs, WorkflowsCommand};
+use crate::cli::{ExplainArgs, WorkflowsCommand};
 use crate::output;
 
-fn generated(args: &WorkflowsArgs) -> anyhow::Result<Vec<vouch_workflows::GeneratedFile>> {
-    let profile = Profile::load(&args.profile)?;
+fn generated(profile_path: &Path) -> anyhow::Result<Vec<vouch_workflows::GeneratedFile>> {
+    let profile = Profile::load(profile_path)?;
     let options = vouch_workflows::Options::from_profile(
         &profile,
-        args.profile.to_string_lossy().replace('\\', "/"),
+        profile_path.to_string_lossy().replace('\\', "/"),
     )?;
     let files = vouch_workflows::generate(&profile, &options)?;
     let violations = vouch_workflows::audit_trust(&files)?;
@@ -30,7 +30,7 @@ fn generated(args: &WorkflowsArgs) -> anyhow::Result<Vec<vouch_workflows::Genera
 }
 
 fn explain(args: &ExplainArgs) -> anyhow::Result<ExitCode> {
-    let files = generated(&args.workflows)?;
+    let files = generated(&args.workflows.profile)?;
     let files = if args.on_disk {
         read_on_disk(&args.workflows.out, &files)?
     } else {
@@ -48,7 +48,7 @@ fn explain(args: &ExplainArgs) -> anyhow::Result<ExitCode> {
     scenario.git_ref = args.git_ref.clone();
     scenario.previously_tested = args.previously_tested;
     let x = vouch_workflows::explain::explain(&files, &scenario)?;
-    if args.json {
+    if args.common.json() {
         output::data(serde_json::to_string_pretty(&x)?);
     } else {
         output::data(vouch_workflows::explain::render_text(&x).trim_end());
@@ -59,8 +59,34 @@ fn explain(args: &ExplainArgs) -> anyhow::Result<ExitCode> {
 pub fn run(cmd: WorkflowsCommand) -> anyhow::Result<ExitCode> {
     match cmd {
         WorkflowsCommand::Explain(args) => explain(&args),
+        WorkflowsCommand::Calls(args) => {
+            let calls = vouch_workflows::vouch_calls(&generated(&args.profile)?)?;
+            let resolved: Vec<ResolvedCall> = calls.iter().map(resolve).collect();
+            if args.common.json() {
+                output::json(&resolved);
+            } else {
+                for c in &resolved {
+                    output::data(format!(
+                        "{} {}: vouch {} {}",
+                        c.file,
+                        c.job,
+                        c.command.join(" "),
+                        c.flags.join(" ")
+                    ));
+                }
+            }
+            if let Some(bad) = resolved.iter().find(|c| c.command.is_empty()) {
+                anyhow::bail!(
+                    "{} {}: `vouch {}` is no command of this vouch",
+                    bad.file,
+                    bad.job,
+                    bad.words.join(" ")
+                );
+            }
+            Ok(ExitCode::SUCCESS)
+        }
         WorkflowsCommand::Generate(args) => {
-            let files = generated(&args)?;
+            let files = generated(&args.profile)?;
             vouch_workflows::write_files(&args.out, &files)?;
             for f in &files {
                 output::data(args.out.join(&f.name).display());
@@ -91,7 +117,7 @@ pub fn run(cmd: WorkflowsCommand) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         WorkflowsCommand::Check(args) => {
-            let files = generated(&args)?;
+            let files = generated(&args.profile)?;
             let stale = vouch_workflows::check(&args.out, &files)?;
             let on_disk = read_on_disk(&args.out, &files)?;
             let violations = vouch_workflows::audit_trust(&on_disk)?;
@@ -120,6 +146,56 @@ pub fn run(cmd: WorkflowsCommand) -> anyhow::Result<ExitCode> {
     }
 }
 
+/// A workflow's `vouch` call with its command found in this CLI's grammar.
+#[derive(serde::Serialize)]
+struct ResolvedCall<'a> {
+    file: &'a str,
+    job: &'a str,
+    /// The subcommand path (`["cache", "check"]`); empty when the words name no command.
+    command: Vec<String>,
+    /// The call's words after `vouch`, as the workflow has them.
+    words: &'a [String],
+    flags: &'a [String],
+    /// Flags the command does not have by that (canonical, long) name.
+    unknown_flags: Vec<String>,
+}
+
+fn resolve(call: &vouch_workflows::VouchCall) -> ResolvedCall<'_> {
+    use clap::CommandFactory as _;
+    let mut cmd = crate::cli::Cli::command();
+    let mut path = Vec::new();
+    for w in &call.words {
+        match cmd.find_subcommand(w) {
+            Some(sub) => {
+                path.push(w.clone());
+                cmd = sub.clone();
+            }
+            None => break,
+        }
+    }
+    if cmd.has_subcommands() {
+        path.clear();
+    }
+    let longs: Vec<String> = cmd
+        .get_arguments()
+        .filter_map(|a| a.get_long().map(|l| format!("--{l}")))
+        .chain(["--verbose".into(), "--quiet".into()])
+        .collect();
+    ResolvedCall {
+        file: &call.file,
+        job: &call.job,
+        unknown_flags: call
+            .flags
+            .iter()
+            .filter(|f| path.is_empty() || !longs.contains(f))
+            .cloned()
+            .collect(),
+        command: path,
+        words: &call.words,
+        flags: &call.flags,
+    }
+}
+
 /// The generated files as they are on disk (the missing ones are already reported stale).
 fn read_on_disk(
     dir: &Path,
@@ -140,4 +216,40 @@ fn read_on_disk(
         }
     }
     Ok(out)
+}
+
+/// Every `vouch` command line the generated workflows run (CuPy's profile, with each cache
+/// store) names a command and flags this CLI has, by their canonical names: an old
+/// spelling kept as an alias would break the day the alias goes, and a renamed flag the
+/// day the pinned vouch is bumped. (`scripts/install-route-source.sh` holds the same calls
+/// to the pinned commit's own `--help`.)
+#[cfg(test)]
+#[test]
+fn generated_workflows_call_this_cli_by_canonical_names() {
+    let template =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("pyproject-templates/cupy/vouch.toml");
+    let text = std::fs::read_to_string(&template).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let mut problems = Vec::new();
+    let mut seen = 0;
+    for store in ["gha", "redis", "none"] {
+        let profile = dir.path().join(format!("vouch-{store}.toml"));
+        let variant = text.replace("\nstore = \"gha\"\n", &format!("\nstore = \"{store}\"\n"));
+        std::fs::write(&profile, variant).unwrap();
+        let profile = Profile::load(&profile).unwrap();
+        let options = vouch_workflows::Options::from_profile(&profile, "vouch.toml").unwrap();
+        let files = vouch_workflows::generate(&profile, &options).unwrap();
+        for call in vouch_workflows::vouch_calls(&files).unwrap() {
+            seen += 1;
+            let r = resolve(&call);
+            if r.command.is_empty() || !r.unknown_flags.is_empty() {
+                problems.push(format!(
+                    "{}/{} ({store}): vouch {:?}: no command, or unknown {:?}",
+                    call.file, call.job, call.words, r.unknown_flags
+                ));
+            }
+        }
+    }
+    assert!(seen > 20, "only {seen} calls found");
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
 }

@@ -357,7 +357,7 @@ fn install_finds_evidence_by_digest_without_the_bundle_or_the_name() {
         doc["message"]
             .as_str()
             .unwrap()
-            .starts_with("none of the 1 attestation(s) cupy/cupy's store holds"),
+            .starts_with("none of the 1 attestation(s) for sha256:"),
         "{doc}"
     );
     // Nothing recorded for a digest: no evidence.
@@ -640,5 +640,82 @@ fn audit_finds_evidence_by_digest_in_one_bulk_request() {
         gh.attestation_lookups(),
         (0, 1),
         "one bulk request, no per-digest listing"
+    );
+}
+
+/// gh's `--owner`: alone, `verify` looks the digest up in the owner's stores (the bulk
+/// listing) and holds every candidate to the owner; beside a bundle it is a policy claim; a
+/// `--repo` of another owner is a usage error.
+#[test]
+fn verify_owner_looks_up_the_owners_stores_and_holds_the_owner() {
+    let w = World::new();
+    let gh = w.github();
+    let wheel = w.dir.path().join("owned-1.0-py3-none-any.whl");
+    std::fs::write(&wheel, b"owned").unwrap();
+    w.publish("anything", 500, std::slice::from_ref(&wheel));
+    let bundle = w.dir.path().join("owned.sigstore.json");
+    let r = attest_recording(&w, &gh, &wheel, &bundle, &[]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    // Another owner's signer, recorded in the same store: found, reported, ignored.
+    record_decoy(&w, &gh, &wheel, &evil_claims());
+    let verify = |extra: &[&str]| {
+        let token = token_file(&w);
+        let r = run(vouch()
+            .arg("verify")
+            .arg(&wheel)
+            .args(["--api-url", &gh.url])
+            .arg("--token-file")
+            .arg(&token)
+            .arg("--trust-root")
+            .arg(&w.root)
+            .args(extra));
+        assert_no_secret(&r);
+        r
+    };
+    let r = verify(&["--owner", "cupy", "--format", "json"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let doc = r.json();
+    assert_eq!(doc["verified"], true, "{doc}");
+    let store = doc["attestation_store"].as_array().unwrap();
+    assert_eq!(store.len(), 2, "{doc}");
+    assert!(
+        store.iter().any(|s| s["accepted"] == false
+            && s["reason"]
+                .as_str()
+                .unwrap()
+                .contains("source repository owner")),
+        "the decoy is reported with the claim it failed: {doc}"
+    );
+    assert!(
+        r.stderr.contains("only --owner cupy is required"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(gh.attestation_lookups().1, 1, "one bulk request");
+
+    // Beside a bundle, --owner is a claim only: no request is made.
+    let before = gh.attestation_lookups();
+    let r = verify(&["-b", bundle.to_str().unwrap(), "--owner", "evil"]);
+    assert_eq!(r.code, 16, "a policy failure: {}", r.stderr);
+    assert!(
+        r.stderr.contains("source repository owner") && r.stderr.contains("github.com/evil/*"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(gh.attestation_lookups(), before);
+
+    let r = verify(&["--owner", "evil", "--repo", REPO]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("is not one of --owner evil's"),
+        "{}",
+        r.stderr
+    );
+    let r = verify(&["--owner", "cupy", "--offline"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("--offline means no network"),
+        "{}",
+        r.stderr
     );
 }

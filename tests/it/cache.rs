@@ -322,7 +322,7 @@ fn cache_check_redis_granted_user_passes_trusted_user_fails() {
     let admin = format!("redis://vouch-admin@127.0.0.1:{}", redis.port);
     let grant_pr = |pr: &str, ttl: &str, out: &Path| {
         run(vouch()
-            .args(["cache", "grant", "--store", &admin, "--password-file"])
+            .args(["cache", "grant", "--cache-store", &admin, "--password-file"])
             .arg(&admin_pw)
             .args(["--pr", pr, "--base-ref", "main", "--ttl", ttl, "--out"])
             .arg(out))
@@ -343,7 +343,7 @@ fn cache_check_redis_granted_user_passes_trusted_user_fails() {
         assert_eq!(mode & 0o777, 0o600);
     }
     let granted = [
-        "--store".to_owned(),
+        "--cache-store".to_owned(),
         pr_store.clone(),
         "--password-file".into(),
         pw_file.display().to_string(),
@@ -355,7 +355,7 @@ fn cache_check_redis_granted_user_passes_trusted_user_fails() {
     assert_eq!(good.json()["probes"][0]["can_write"], true);
 
     // The trusted credential (the push builds'): it can write everything.
-    let trusted = check(&["--store".into(), redis.url()]);
+    let trusted = check(&["--cache-store".into(), redis.url()]);
     assert_open_at_main(&trusted);
     // The granted user runs the cache's commands and nothing that reaches other clients.
     let as_pr = |args: &[&str]| {
@@ -410,7 +410,7 @@ fn cache_check_redis_granted_user_passes_trusted_user_fails() {
         "+del",
     ]);
     let broad = check(&[
-        "--store".into(),
+        "--cache-store".into(),
         format!("redis://broad:pw-broad@127.0.0.1:{}", redis.port),
     ]);
     assert_open_at_main(&broad);
@@ -441,7 +441,7 @@ fn cache_check_redis_granted_user_passes_trusted_user_fails() {
         .args([
             "cache",
             "grant",
-            "--store",
+            "--cache-store",
             &redis.url(),
             "--pr",
             "8",
@@ -470,7 +470,7 @@ fn cache_check_s3_granted_policy_passes_trusted_fails_on_moto() {
     let grant = run(vouch().args([
         "cache",
         "grant",
-        "--store",
+        "--cache-store",
         &format!(
             "s3://vouch-cache/vouch?region=us-east-1&endpoint={}",
             moto.endpoint()
@@ -498,7 +498,7 @@ fn cache_check_s3_granted_policy_passes_trusted_fails_on_moto() {
         let f = dir.path().join(name);
         std::fs::write(&f, secret).unwrap();
         vec![
-            "--store".to_owned(),
+            "--cache-store".to_owned(),
             moto.spec(id),
             "--password-file".into(),
             f.display().to_string(),
@@ -557,7 +557,7 @@ fn cache_check_gcs_emulator_without_iam_fails_closed() {
     let token = dir.path().join("token");
     std::fs::write(&token, "ya29.pr-token").unwrap();
     let r = check(&[
-        "--store".into(),
+        "--cache-store".into(),
         gcs.spec(),
         "--password-file".into(),
         token.display().to_string(),
@@ -569,7 +569,7 @@ fn cache_check_gcs_emulator_without_iam_fails_closed() {
         Vec::<String>::new(),
         "probes leave nothing behind"
     );
-    let grant = run(vouch().args(["cache", "grant", "--store", &gcs.spec(), "--pr", "7"]));
+    let grant = run(vouch().args(["cache", "grant", "--cache-store", &gcs.spec(), "--pr", "7"]));
     assert_eq!(grant.code, 0, "{}", grant.stderr);
     let doc: Value = serde_json::from_str(&grant.stdout).unwrap();
     assert_eq!(doc["version"], 3);
@@ -940,7 +940,7 @@ fn issue12_serve_refuses_non_loopback_listen() {
     for addr in ["0.0.0.0:0", "[::]:0", "192.168.1.10:0", "10.1.2.3:4000"] {
         let r = run_bounded(
             std::process::Command::new(env!("CARGO_BIN_EXE_vouch"))
-                .args(["cache", "serve", "--store"])
+                .args(["cache", "serve", "--cache-store"])
                 .arg(dir.path().join("store"))
                 .args([
                     "--event",
@@ -1169,7 +1169,7 @@ fn issue12_cache_errors_are_typed_usage_errors() {
         (
             vec![
                 "check".into(),
-                "--store".into(),
+                "--cache-store".into(),
                 "s3://bucket?region=x&regoin=y".into(),
                 "--event".into(),
                 "push".into(),
@@ -1181,7 +1181,7 @@ fn issue12_cache_errors_are_typed_usage_errors() {
         (
             vec![
                 "serve".into(),
-                "--store".into(),
+                "--cache-store".into(),
                 "ftp://u:secretpw@host/x".into(),
                 "--event".into(),
                 "push".into(),
@@ -1191,7 +1191,7 @@ fn issue12_cache_errors_are_typed_usage_errors() {
         (
             vec![
                 "serve".into(),
-                "--store".into(),
+                "--cache-store".into(),
                 dir.path().join("store").display().to_string(),
                 "--password-file".into(),
                 "/dev/null".into(),
@@ -1205,7 +1205,7 @@ fn issue12_cache_errors_are_typed_usage_errors() {
         (
             vec![
                 "check".into(),
-                "--store".into(),
+                "--cache-store".into(),
                 "redis://127.0.0.1:1".into(),
             ],
             "give --event",
@@ -1214,7 +1214,7 @@ fn issue12_cache_errors_are_typed_usage_errors() {
         (
             vec![
                 "check".into(),
-                "--store".into(),
+                "--cache-store".into(),
                 "redis://127.0.0.1:1".into(),
                 "--event".into(),
                 "push".into(),
@@ -1228,7 +1228,7 @@ fn issue12_cache_errors_are_typed_usage_errors() {
         (
             vec![
                 "check".into(),
-                "--store".into(),
+                "--cache-store".into(),
                 "redis://127.0.0.1:1".into(),
                 "--event".into(),
                 "pull_request".into(),
@@ -1311,7 +1311,7 @@ fn cache_check_github_cache_judges_the_trigger() {
     let double = vouch_testgh::cache::GhaCache::start();
     let check = |scope: &[&str]| {
         run(vouch()
-            .args(["cache", "check", "--store", "gha", "--json"])
+            .args(["cache", "check", "--cache-store", "gha", "--json"])
             .args(scope)
             .env("ACTIONS_CACHE_SERVICE_V2", "1")
             .env("ACTIONS_RESULTS_URL", double.url())
@@ -1336,7 +1336,7 @@ fn cache_check_github_cache_judges_the_trigger() {
 
     // Without the job's cache variables there is no GitHub cache to talk to.
     let r = run(vouch()
-        .args(["cache", "check", "--store", "gha"])
+        .args(["cache", "check", "--cache-store", "gha"])
         .args(PR7)
         .env_remove("ACTIONS_CACHE_SERVICE_V2")
         .env_remove("ACTIONS_RESULTS_URL")

@@ -333,7 +333,7 @@ pub fn serve(dir: &Path, store: impl AsRef<std::ffi::OsStr>, args: &[&str]) -> S
         args.join("-").replace(['/', ':', '.'], "_")
     ));
     let child = Command::new(env!("CARGO_BIN_EXE_vouch"))
-        .args(["cache", "serve", "--store"])
+        .args(["cache", "serve", "--cache-store"])
         .arg(store)
         .args(args)
         .arg("--url-file")

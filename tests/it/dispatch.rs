@@ -32,7 +32,7 @@ fn flexci(server: &str, event: &str, webhook: &Path, secret: &Path) -> std::proc
         .arg(webhook)
         .arg("--projects")
         .arg(fixture("projects.json"))
-        .arg("--secret-file")
+        .arg("--password-file")
         .arg(secret)
         .args(["--flexci-uri", server]);
     cmd
@@ -227,7 +227,7 @@ fn dispatch_cases() {
         cases.push((label, r));
     }
 
-    // A dry run sends nothing, writes the exact request, and --keep-secret-file keeps the file.
+    // A dry run sends nothing, writes the exact request, and --keep-password-file keeps the file.
     let out = dir.path().join("dry");
     let (label, r, seen) = flexci_case(
         "dry run",
@@ -238,13 +238,13 @@ fn dispatch_cases() {
             "--dry-run",
             "--out",
             out.to_str().unwrap(),
-            "--keep-secret-file",
+            "--keep-password-file",
         ],
     );
     assert!(seen.is_empty(), "a dry run sent {seen:?}");
     assert!(
         dir.path().join("secret").exists(),
-        "--keep-secret-file removed it"
+        "--keep-password-file removed it"
     );
     let expected_body = std::fs::read(fixture("expected-body.json")).unwrap();
     assert!(std::fs::read(out.join("body.json")).unwrap() == expected_body);

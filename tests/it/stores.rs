@@ -284,7 +284,7 @@ impl Backing {
         }
     }
 
-    /// `--cache-store` and, where the store has a credential, `--cache-password-file`.
+    /// `--cache-store` and, where the store has a credential, `--password-file`.
     pub fn build_args(&self) -> Vec<String> {
         let (spec, file) = match self {
             Backing::Gha(_) => ("gha".to_owned(), None),
@@ -295,7 +295,7 @@ impl Backing {
         };
         let mut args = vec!["--cache-store".to_owned(), spec];
         if let Some(f) = file {
-            args.push("--cache-password-file".into());
+            args.push("--password-file".into());
             args.push(f.display().to_string());
         }
         args

@@ -18,6 +18,9 @@ pub struct Policy {
     pub server_url: String,
     /// `owner/name`: the source repository URI must be `<server>/<owner>/<name>`.
     pub repository: Option<String>,
+    /// The source repository must be one of this owner's: `<server>/<owner>/<any name>`
+    /// (gh's `--owner`).
+    pub owner: Option<String>,
     /// The workflow that signed (build signer URI); differs from the build workflow when a
     /// reusable workflow signs. `PATH` (in `repository`), `OWNER/REPO/PATH`, either with `@REF`.
     pub signer_workflow: Option<String>,
@@ -45,6 +48,7 @@ impl Default for Policy {
         Policy {
             server_url: "https://github.com".into(),
             repository: None,
+            owner: None,
             signer_workflow: None,
             build_workflow: None,
             git_ref: None,
@@ -235,6 +239,21 @@ impl Policy {
             repo_uri.as_deref(),
             id.repository.as_deref(),
         )?;
+        if let Some(owner) = &self.owner {
+            let prefix = format!("{}/{owner}/", self.server_url);
+            let owned = id.repository.as_deref().is_some_and(|r| {
+                r.strip_prefix(&prefix)
+                    .is_some_and(|name| !name.is_empty() && !name.contains('/'))
+            });
+            if !owned {
+                return Err(VerifyError::mismatch(
+                    ErrorKind::Policy,
+                    &label(Claim::Owner),
+                    &format!("{prefix}*"),
+                    id.repository.as_deref(),
+                ));
+            }
+        }
         self.check_workflow(
             &label(Claim::SignerWorkflow),
             self.signer_workflow.as_deref(),
@@ -287,6 +306,7 @@ enum IdentitySource {
 enum Claim {
     Issuer,
     Repository,
+    Owner,
     SignerWorkflow,
     BuildWorkflow,
     Ref,
@@ -302,6 +322,11 @@ impl IdentitySource {
             Claim::Issuer => ("issuer", "OID 1.3.6.1.4.1.57264.1.8", "-"),
             Claim::Repository => (
                 "source repository",
+                "OID .1.12",
+                "externalParameters.workflow.repository",
+            ),
+            Claim::Owner => (
+                "source repository owner",
                 "OID .1.12",
                 "externalParameters.workflow.repository",
             ),

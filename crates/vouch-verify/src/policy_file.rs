@@ -44,6 +44,8 @@ pub enum PolicyFileError {
 #[serde(deny_unknown_fields)]
 pub struct PolicySpec {
     pub repository: Option<String>,
+    /// The owner whose repositories may have signed (gh's `--owner`).
+    pub owner: Option<String>,
     pub signer_workflow: Option<String>,
     pub build_workflow: Option<String>,
     #[serde(rename = "ref")]
@@ -92,6 +94,7 @@ impl PolicySpec {
             }
         };
         set(&mut p.repository, &self.repository);
+        set(&mut p.owner, &self.owner);
         set(&mut p.signer_workflow, &self.signer_workflow);
         set(&mut p.build_workflow, &self.build_workflow);
         set(&mut p.git_ref, &self.git_ref);

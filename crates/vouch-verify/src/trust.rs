@@ -74,13 +74,13 @@ impl Trust {
                 "key-signed bundle, and no public key to verify it with",
             )),
             Loaded::Keyless | Loaded::Each(_) => {
-                // The built repository must be named; a signer workflow alone names only where
-                // a reusable workflow lives.
-                if policy.repository.is_none() {
+                // The built repository (or at least its owner) must be named; a signer workflow
+                // alone names only where a reusable workflow lives.
+                if policy.repository.is_none() && policy.owner.is_none() {
                     return Err(VerifyError::new(
                         ErrorKind::Policy,
-                        "no expected identity: the policy names no source repository for the \
-                         certificate to be held to",
+                        "no expected identity: the policy names no source repository (nor its \
+                         owner) for the certificate to be held to",
                     ));
                 }
                 self.verifier.verify(digest, evidence, policy)

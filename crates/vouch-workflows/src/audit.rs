@@ -52,6 +52,8 @@ const CACHE_ENV_PREFIXES: &[&str] = &["VOUCH_CACHE", "SCCACHE_", "CCACHE_", "RUS
 /// (reading and writing no cache entry) and needs the store and its admin password. Such a
 /// job still checks out and runs nothing from the pull request ([`Rule::PrivilegedCheckout`]).
 pub(crate) const GRANT_COMMAND: &str = "vouch cache grant";
+/// The grant names its store: that flag is part of the one allowed command.
+const GRANT_WITH_STORE: &str = "vouch cache grant --cache-store";
 const GRANT_ENV: &[&str] = &["VOUCH_CACHE_STORE", "VOUCH_CACHE_ADMIN_PASSWORD"];
 
 /// Events whose runs have the base branch's GitHub Actions cache scope: what they write, the
@@ -572,7 +574,7 @@ fn audit_file(f: &GeneratedFile) -> Result<Vec<Violation>, Error> {
                             format!("runs `{c}` in a {t} workflow"),
                         );
                     }
-                    let others = run.replace(GRANT_COMMAND, "");
+                    let others = run.replace(GRANT_WITH_STORE, "").replace(GRANT_COMMAND, "");
                     if let Some(c) = CACHE_COMMANDS.iter().find(|c| others.contains(*c)) {
                         a.push(
                             job_ref,

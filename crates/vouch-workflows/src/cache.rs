@@ -235,7 +235,7 @@ fi
 cache=(--cache "$VOUCH_CACHE_TOOL" --cache-store "$VOUCH_CACHE_STORE" --scope-from-github)
 if [ -n "$VOUCH_CACHE_PASSWORD" ]; then
   (umask 077 && printf '%s' "$VOUCH_CACHE_PASSWORD" > "$pw")
-  cache+=(--cache-password-file "$pw")
+  cache+=(--password-file "$pw")
 fi
 unset VOUCH_CACHE_PASSWORD
 echo "cache mode: $VOUCH_CACHE_MODE"
@@ -264,8 +264,8 @@ fi
 chmod 600 "$req/cache-password"
 echo "cache mode: $VOUCH_CACHE_MODE"
 # Fails closed (exit 20) unless the credential can write pr/<N> and nothing else.
-vouch cache check --store "$store" --password-file "$req/cache-password" --scope-from-github
-cache=(--cache "$VOUCH_CACHE_TOOL" --cache-store "$store" --cache-password-file "$req/cache-password" --scope-from-github)
+vouch cache check --cache-store "$store" --password-file "$req/cache-password" --scope-from-github
+cache=(--cache "$VOUCH_CACHE_TOOL" --cache-store "$store" --password-file "$req/cache-password" --scope-from-github)
 "#;
 
 const GHA_PUSH_SCRIPT: &str = r#"echo "cache mode: $VOUCH_CACHE_MODE"
@@ -274,7 +274,7 @@ cache=(--cache "$VOUCH_CACHE_TOOL" --cache-store gha --scope-from-github)
 
 const GHA_PR_SCRIPT: &str = r#"echo "cache mode: $VOUCH_CACHE_MODE"
 # Decides from the trigger: exit 20 unless this run is a `pull_request` (fenced by GitHub).
-vouch cache check --store gha --scope-from-github
+vouch cache check --cache-store gha --scope-from-github
 cache=(--cache "$VOUCH_CACHE_TOOL" --cache-store gha --scope-from-github)
 "#;
 
@@ -363,7 +363,7 @@ pub(crate) fn grant_step(spec: &CacheSpec) -> Option<String> {
           fi
           base=$(jq -r '.base_ref' request/request.json)
           # Prints the pull request's store URL (its user, no password) as its only line.
-          store=$(vouch cache grant --store "$VOUCH_CACHE_STORE" --password-file "$admin" \
+          store=$(vouch cache grant --cache-store "$VOUCH_CACHE_STORE" --password-file "$admin" \
             --pr "$PR_NUMBER" --base-ref "$base" --default-branch "$DEFAULT_BRANCH" \
             --ttl "$TTL" --out request/cache-password)
           if [[ "$store" != "redis://vouch-pr-$PR_NUMBER@"* ]]; then

@@ -155,7 +155,7 @@ impl Dispatch {
           (umask 077 && printf '%s' "$FLEXCI_WEBHOOK_SECRET" > "$secret")
           unset FLEXCI_WEBHOOK_SECRET
           vouch dispatch flexci --event @@EVENT@@ --webhook "@@WEBHOOK@@" \
-            --projects "$RUNNER_TEMP/projects.json" --secret-file "$secret"@@FLAGS@@
+            --projects "$RUNNER_TEMP/projects.json" --password-file "$secret"@@FLAGS@@
 "#,
                     &[
                         ("PROJECTS", projects),

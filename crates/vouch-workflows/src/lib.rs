@@ -25,6 +25,7 @@
 
 mod audit;
 mod cache;
+pub mod calls;
 pub mod dispatch;
 pub mod explain;
 pub mod install;
@@ -39,6 +40,7 @@ use serde::Serialize;
 use vouch_profile::{CacheSpec, CacheTool, Platform, Profile, StepsSpec};
 
 pub use audit::{Rule, Violation, audit_trust};
+pub use calls::{VouchCall, vouch_calls};
 pub use dispatch::Dispatch;
 pub use install::Install;
 pub use render::build::{PR_BUILD_JOB, PUSH_BUILD_JOB, TRUSTED_ONLY_SECRETS};

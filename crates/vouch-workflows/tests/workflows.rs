@@ -1114,7 +1114,7 @@ fn cache_store_gha_hands_the_token_to_the_build_step_only() {
             "{run}"
         );
         assert_eq!(
-            run.contains("vouch cache check --store gha --scope-from-github"),
+            run.contains("vouch cache check --cache-store gha --scope-from-github"),
             id == "build-pr"
         );
         // The tool comes before the build, by hash, into a venv of its own.

@@ -130,7 +130,7 @@ pub(crate) const ARTIFACT_NAME_STEP: &str = r#"      - name: Artifact name
           PR_NUMBER: ${{ github.event.pull_request.number }}
           HEAD_SHA: ${{ github.event.pull_request.head.sha || github.sha }}
         run: |
-          args=(--dist "$DIST" --python "$PY" --platform "$PLATFORM" --sha "$HEAD_SHA")
+          args=(--dist "$DIST" --python-version "$PY" --platform "$PLATFORM" --sha "$HEAD_SHA")
           if [ -n "$PR_NUMBER" ]; then args+=(--pr "$PR_NUMBER"); fi
           name=$(vouch name render "${args[@]}")
           if [ "$ROUTE" = source ]; then
