@@ -408,3 +408,28 @@ fn fetch_wheel_sh_installs_what_the_flexci_job_names() {
         r.stderr
     );
 }
+
+/// The FlexCI scripts install the vouch the generated workflows pin (`[workflows.source] rev`
+/// of CuPy's profile), so the test farm verifies with the vouch that built and signed: the
+/// three pins are one commit, and the scripts look the evidence up by digest too.
+#[test]
+fn flexci_scripts_pin_the_profiles_vouch() {
+    let root = repo_root();
+    let profile =
+        std::fs::read_to_string(root.join("pyproject-templates/cupy/vouch.toml")).unwrap();
+    let rev = profile
+        .lines()
+        .find_map(|l| l.strip_prefix("rev = \""))
+        .and_then(|l| l.strip_suffix('"'))
+        .expect("[workflows.source] rev");
+    assert_eq!(rev.len(), 40, "{rev}");
+    for (file, pin) in [
+        ("fetch-wheel.sh", format!("VOUCH_GIT_REV=\"{rev}\"")),
+        ("fetch-wheel.ps1", format!("$VouchGitRev = \"{rev}\"")),
+    ] {
+        let text = std::fs::read_to_string(root.join("pyproject-templates/cupy/flexci").join(file))
+            .unwrap();
+        assert!(text.contains(&pin), "{file} does not pin {rev}");
+        assert!(text.contains("--github-attestations"), "{file}");
+    }
+}

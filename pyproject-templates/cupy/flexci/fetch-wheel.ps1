@@ -11,7 +11,8 @@
 # From the FlexCI job it takes: the pull request (FLEXCI_BRANCH=refs/pull/<N>/...; anything
 # else is a push build), the commit (FLEXCI_REFERENCE_COMMIT_ID, else FLEXCI_COMMIT_ID:
 # vouch's --from-flexci reads them), the CUDA major (the -cuda parameter, as test.ps1 gets it)
-# and the GitHub token (env CUPY_CI_GITHUB_TOKEN: fine-grained, Actions: read on cupy/cupy;
+# and the GitHub token (env CUPY_CI_GITHUB_TOKEN: fine-grained, Actions: read and
+# Attestations: read on cupy/cupy;
 # written to a private file and removed from the environment before anything else runs).
 # The wheel is installed by its verified sha256 with --no-deps; its requirements (base, `all`
 # and `test`) follow in a second pip call from the package index, which vouch reports but
@@ -30,7 +31,7 @@ $ErrorActionPreference = "Stop"
 # The vouch commit built by VOUCH_INSTALL=source; keep it equal to `[workflows.source] rev`
 # in vouch.toml, so FlexCI runs the vouch that built and signed the wheel.
 $VouchGitUrl = "https://github.com/vouch-build/vouch"
-$VouchGitRev = "74c02cfca55b74c4331b9c4990556448fdd9fe28"
+$VouchGitRev = "31dd652a6b4d6555dab00bba7326b18dae1f2c9e"
 # VOUCH_INSTALL=pypi: the release and the sha256 of each of its wheels (win_amd64 among
 # them). vouch-build has no release yet, so this route refuses to run until filled.
 $VouchPypiVersion = "0.1.0"
@@ -46,7 +47,7 @@ $VouchInstall = if ($Env:VOUCH_INSTALL) { $Env:VOUCH_INSTALL } else { "source" }
 # administrators only), then out of the environment, so no child process inherits it. It
 # reaches vouch only as --token-file, which vouch deletes after reading.
 if (-not $Env:CUPY_CI_GITHUB_TOKEN) {
-    throw "CUPY_CI_GITHUB_TOKEN must hold the GitHub token (Actions: read on $Repo)"
+    throw "CUPY_CI_GITHUB_TOKEN must hold the GitHub token (Actions: read and Attestations: read on $Repo)"
 }
 $tokenFile = New-TemporaryFile
 [System.IO.File]::WriteAllText($tokenFile.FullName, $Env:CUPY_CI_GITHUB_TOKEN)
@@ -109,7 +110,8 @@ try {
 
     $cmd = @("install", "--from-flexci", "--repo", $Repo) + $buildEvent + @(
         "--dist", "cupy-cuda${cudaMajor}x", "--python-version", $pyVer, "--platform", "win-64",
-        "--python", $python, "--extras", $Extras, "--token-file", $tokenFile.FullName
+        "--python", $python, "--extras", $Extras, "--token-file", $tokenFile.FullName,
+        "--github-attestations", $Repo
     ) + $VouchArgs
     if ($PipArgs.Count -gt 0) { $cmd += @("--") + $PipArgs }
     Write-Host "+ vouch $($cmd -join ' ')"

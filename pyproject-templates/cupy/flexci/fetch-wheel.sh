@@ -10,8 +10,10 @@
 # PULL_REQUEST as .pfnci/linux/run.sh forwards it; unset or 0 for a push build), the commit
 # (FLEXCI_REFERENCE_COMMIT_ID, else FLEXCI_COMMIT_ID: vouch's --from-flexci reads them), the
 # CUDA major (CUDA_VERSION, else ${CUDA_HOME:-/usr/local/cuda}/version.json), and the GitHub
-# token (a file named by CUPY_CI_GITHUB_TOKEN_FILE: fine-grained, Actions: read on cupy/cupy;
-# moved to a private file at once and deleted by vouch as soon as it has read it).
+# token (a file named by CUPY_CI_GITHUB_TOKEN_FILE: fine-grained, Actions: read and
+# Attestations: read on cupy/cupy; moved to a private file at once and deleted by vouch as
+# soon as it has read it). A wheel whose artifact carries no bundle, or a push build's artifact
+# under another name, is then still found by digest in cupy/cupy's attestation store.
 # The wheel is installed by its verified sha256 with --no-deps; its requirements (base and
 # `test`) follow in a second pip call from the package index, which vouch reports but does
 # not verify.
@@ -21,7 +23,7 @@ set -euo pipefail
 # The vouch commit built by VOUCH_INSTALL=source; keep it equal to `[workflows.source] rev`
 # in vouch.toml, so FlexCI runs the vouch that built and signed the wheel.
 VOUCH_GIT_URL="https://github.com/vouch-build/vouch"
-VOUCH_GIT_REV="74c02cfca55b74c4331b9c4990556448fdd9fe28"
+VOUCH_GIT_REV="31dd652a6b4d6555dab00bba7326b18dae1f2c9e"
 # VOUCH_INSTALL=pypi: the release and the sha256 of each of its wheels (every FlexCI
 # platform's). vouch-build has no release yet, so this route refuses to run until filled.
 VOUCH_PYPI_VERSION="0.1.0"
@@ -43,7 +45,7 @@ die() {
 # read, the original deleted. It is never put in a variable, so tracing (bash -x) cannot
 # print it; it reaches vouch only as --token-file, which vouch deletes after reading.
 [[ -n "${CUPY_CI_GITHUB_TOKEN_FILE:-}" && -r "${CUPY_CI_GITHUB_TOKEN_FILE}" ]] ||
-    die "CUPY_CI_GITHUB_TOKEN_FILE must name a readable file holding the GitHub token (Actions: read on ${REPO})"
+    die "CUPY_CI_GITHUB_TOKEN_FILE must name a readable file holding the GitHub token (Actions: read and Attestations: read on ${REPO})"
 private_dir="$(mktemp -d)"
 trap 'rm -rf "${private_dir}"' EXIT
 chmod 700 "${private_dir}"
@@ -129,6 +131,7 @@ install_vouch
 
 cmd=(vouch install --from-flexci --repo "${REPO}" "${event[@]}"
     --dist "cupy-cuda${cuda_major}x" --python-version "${py_ver}" --platform "${platform}"
-    --python "${PYTHON}" --extras "${EXTRAS}" --token-file "${token_file}" "$@")
+    --python "${PYTHON}" --extras "${EXTRAS}" --token-file "${token_file}"
+    --github-attestations "${REPO}" "$@")
 echo "+ ${cmd[*]}" >&2
 "${cmd[@]}"
