@@ -337,6 +337,10 @@ pub struct TrustArgs {
     /// Cache directory the TUF metadata is kept in (under `trust-root/`).
     #[arg(long, env = "VOUCH_CACHE_DIR", value_name = "DIR")]
     pub cache_dir: Option<PathBuf>,
+    /// Sigstore's staging instance (its own TUF repository, embedded root and cache) instead
+    /// of production: what `verify --staging` then uses.
+    #[arg(long)]
+    pub staging: bool,
     #[command(flatten)]
     pub tuf: TufRepoArgs,
     #[command(flatten)]

@@ -473,7 +473,13 @@ pub async fn record_attestation(
 pub fn tuf_repo(
     args: &TufRepoArgs,
     cache_root: &Path,
+    staging: bool,
 ) -> anyhow::Result<vouch_verify::tuf::TufRepo> {
+    // --staging names Sigstore's staging instance, whatever repository stands in for
+    // production (`--tuf-url`).
+    if staging {
+        return Ok(vouch_verify::tuf::TufRepo::staging(cache_root));
+    }
     let (Some(url), Some(root)) = (&args.tuf_url, &args.tuf_root) else {
         return Ok(vouch_verify::tuf::TufRepo::production(cache_root));
     };
@@ -500,8 +506,9 @@ pub fn env_cache_dir() -> PathBuf {
     default_cache_dir(std::env::var_os("VOUCH_CACHE_DIR").map(PathBuf::from))
 }
 
-/// The root a verifying command trusts: `--trust-root`, `--staging`, else the root from the
-/// last `trust update` (verified offline from the cache), else the embedded production root.
+/// The root a verifying command trusts: `--trust-root`, else the root from the last
+/// `trust update` of the instance (production, or staging with `--staging`), verified offline
+/// from the cache, else that instance's embedded root.
 /// Says on stderr which, unless it is the embedded root with nothing to explain.
 pub fn trust_root_source(
     file: Option<PathBuf>,
@@ -509,17 +516,18 @@ pub fn trust_root_source(
     offline: bool,
     tuf: &TufRepoArgs,
 ) -> anyhow::Result<TrustRootSource> {
-    if file.is_some() || staging {
+    if file.is_some() {
         return Ok(TrustRootSource::choose(file, staging));
     }
-    let repo = tuf_repo(tuf, &env_cache_dir())?;
-    let embedded = TrustRootSource::Production;
+    let repo = tuf_repo(tuf, &env_cache_dir(), staging)?;
+    let embedded = TrustRootSource::choose(None, staging);
     match repo.load_cached() {
         Ok(cached) => {
             if cached.stale_at(jiff::Timestamp::now()) {
                 output::annotate_warning(&format!(
-                    "the trust root was last refreshed {} (over 30 days ago): run `vouch trust update`",
-                    cached.refreshed_at
+                    "the trust root was last refreshed {} (over 30 days ago): run `vouch trust update{}`",
+                    cached.refreshed_at,
+                    if staging { " --staging" } else { "" }
                 ));
             }
             let source = TrustRootSource::TufCache(Box::new(cached));

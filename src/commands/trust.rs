@@ -17,7 +17,11 @@ pub fn run(cmd: TrustCommand) -> anyhow::Result<ExitCode> {
 }
 
 fn update(args: &TrustArgs) -> anyhow::Result<ExitCode> {
-    let repo = tuf_repo(&args.tuf, &default_cache_dir(args.cache_dir.clone()))?;
+    let repo = tuf_repo(
+        &args.tuf,
+        &default_cache_dir(args.cache_dir.clone()),
+        args.staging,
+    )?;
     let report = runtime()?.block_on(repo.update(jiff::Timestamp::now()))?;
     if args.common.json() {
         output::json(&report);
@@ -45,10 +49,14 @@ struct Status {
 }
 
 fn status(args: &TrustArgs) -> anyhow::Result<ExitCode> {
-    let repo = tuf_repo(&args.tuf, &default_cache_dir(args.cache_dir.clone()))?;
+    let repo = tuf_repo(
+        &args.tuf,
+        &default_cache_dir(args.cache_dir.clone()),
+        args.staging,
+    )?;
     let mut st = Status {
         source: "embedded",
-        describe: TrustRootSource::Production.describe(),
+        describe: TrustRootSource::choose(None, args.staging).describe(),
         url: repo.url.clone(),
         cache: repo.dir.clone(),
         root_version: None,

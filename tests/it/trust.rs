@@ -126,6 +126,17 @@ fn update_makes_the_refreshed_root_verify() {
     // --trust-root and --staging still win over the cache.
     let r = s.verify(&["--staging"]);
     assert_ne!(r.code, 0, "{}", r.stderr);
+    // Staging has its own TUF repository and cache: not refreshed, so its embedded root.
+    let r = run(s.vouch().args(["trust", "status", "--staging", "--json"]));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let st = r.json();
+    assert_eq!(st["source"], "embedded", "{st}");
+    assert_eq!(st["describe"], "Sigstore staging (embedded)", "{st}");
+    assert!(st["url"].as_str().unwrap().contains("sigstage.dev"), "{st}");
+    assert_ne!(
+        st["cache"],
+        run(s.vouch().args(["trust", "status", "--json"])).json()["cache"]
+    );
 }
 
 #[test]

@@ -132,6 +132,12 @@ impl TufRepo {
         Self::custom(instance.tuf_url(), instance.tuf_root().to_vec(), cache_root)
     }
 
+    /// Sigstore's staging repository, bootstrapped from its embedded root (`--staging`).
+    pub fn staging(cache_root: &Path) -> Self {
+        let instance = SigstoreInstance::Staging;
+        Self::custom(instance.tuf_url(), instance.tuf_root().to_vec(), cache_root)
+    }
+
     /// Another repository; its directory is keyed by URL so repositories never share state.
     pub fn custom(url: &str, bootstrap: Vec<u8>, cache_root: &Path) -> Self {
         let url = url.trim_end_matches('/').to_owned();
