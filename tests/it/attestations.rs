@@ -719,3 +719,102 @@ fn verify_owner_looks_up_the_owners_stores_and_holds_the_owner() {
         r.stderr
     );
 }
+
+/// gh itself accepts what vouch signs: `gh attestation verify --bundle` (gh 2.102, offline,
+/// with the local Sigstore's root as `--custom-trusted-root`) passes a push build's bundle with
+/// the repository, owner and signer workflow vouch's generated workflows give, and refuses it
+/// for another repository, another signer workflow or a changed file.
+#[test]
+fn gh_attestation_verify_accepts_vouch_bundles() {
+    let w = World::new();
+    let wheel = w
+        .dir
+        .path()
+        .join("cupy_cuda13x-14.2.0-cp312-cp312-manylinux_2_28_x86_64.whl");
+    std::fs::write(&wheel, b"a wheel gh must accept").unwrap();
+    let bundle = w.dir.path().join("cupy.sigstore.json");
+    let c = claims("push", "vouch-build.yml", 500);
+    let r = attest_keyless(&w.sigstore, &c, &wheel, &bundle, None, &[], &[]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    // gh reads a custom trusted root as JSON Lines: one root per line.
+    let root: Value = serde_json::from_str(&std::fs::read_to_string(&w.root).unwrap()).unwrap();
+    let jsonl = w.dir.path().join("trusted_root.jsonl");
+    std::fs::write(&jsonl, format!("{root}\n")).unwrap();
+    let home = w.dir.path().join("gh-home");
+    std::fs::create_dir_all(&home).unwrap();
+    let gh = |file: &Path, extra: &[&str]| {
+        let mut cmd = std::process::Command::new("gh");
+        cmd.args(["attestation", "verify"])
+            .arg(file)
+            .arg("--bundle")
+            .arg(&bundle)
+            .arg("--custom-trusted-root")
+            .arg(&jsonl)
+            .args(extra)
+            .env("HOME", &home)
+            .env("GH_CONFIG_DIR", &home)
+            .env("GH_NO_UPDATE_NOTIFIER", "1")
+            .env_remove("GH_TOKEN")
+            .env_remove("GITHUB_TOKEN")
+            .env_remove("GH_HOST");
+        run(&mut cmd)
+    };
+    let version = run(std::process::Command::new("gh").arg("--version"));
+    assert!(
+        version.stdout.contains("gh version 2.102.0"),
+        "{}",
+        version.stdout
+    );
+    let signer = format!("{REPO}/.github/workflows/vouch-build.yml");
+    let r = gh(
+        &wheel,
+        &[
+            "--repo",
+            REPO,
+            "--signer-workflow",
+            &signer,
+            "--deny-self-hosted-runners",
+            "--format",
+            "json",
+        ],
+    );
+    assert_eq!(
+        r.code, 0,
+        "gh refused vouch's bundle:\n{}\n{}",
+        r.stdout, r.stderr
+    );
+    let doc: Value = serde_json::from_str(&r.stdout).unwrap();
+    let result = &doc[0]["verificationResult"];
+    assert_eq!(
+        result["statement"]["predicateType"], "https://slsa.dev/provenance/v1",
+        "{doc}"
+    );
+    assert_eq!(
+        result["signature"]["certificate"]["sourceRepositoryURI"],
+        format!("https://github.com/{REPO}"),
+        "{doc}"
+    );
+    let r = gh(&wheel, &["--owner", "cupy"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+
+    for (file, extra, why) in [
+        (&wheel, vec!["--repo", "evil/cupy"], "another repository"),
+        (
+            &wheel,
+            vec![
+                "--repo",
+                REPO,
+                "--signer-workflow",
+                "cupy/cupy/.github/workflows/other.yml",
+            ],
+            "another signer workflow",
+        ),
+    ] {
+        let r = gh(file, &extra);
+        assert_ne!(r.code, 0, "gh accepted {why}: {}", r.stdout);
+    }
+    let changed = w.dir.path().join("changed.whl");
+    std::fs::write(&changed, b"a wheel gh must refuse").unwrap();
+    let r = gh(&changed, &["--repo", REPO]);
+    assert_ne!(r.code, 0, "gh accepted a changed file: {}", r.stdout);
+}
