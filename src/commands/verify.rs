@@ -17,6 +17,10 @@ struct Failure<'a> {
     exit_code: u8,
     status: String,
     results: [(); 0],
+    /// The success report's `checks`, for the check that failed: it is `false`, every other
+    /// is `null` (not established: verification stops at the first failure, and a malformed
+    /// bundle or unusable trust root fails before any check).
+    checks: serde_json::Map<String, serde_json::Value>,
     kind: &'a str,
     message: String,
     /// What lies under `message`, outermost first: the parser's or sigstore's own words.
@@ -97,6 +101,44 @@ fn from_store(
             format!("no evidence: no attestation for {digest} in {name}"),
         )),
     })
+}
+
+/// [`Failure::checks`] for a failure of `kind`.
+fn failed_checks(kind: vouch_verify::ErrorKind) -> serde_json::Map<String, serde_json::Value> {
+    use vouch_verify::ErrorKind as K;
+    let failed = match kind {
+        K::Certificate => Some("certificate_chain"),
+        K::TransparencyLog => Some("transparency_log"),
+        K::Signature => Some("signature"),
+        K::Statement => Some("statement"),
+        K::Digest => Some("digest"),
+        K::Policy => Some("identity_policy"),
+        K::Bundle | K::TrustRoot => None,
+    };
+    // The names are the success report's own, so the two shapes cannot drift apart.
+    let all = vouch_verify::Checks {
+        certificate_chain: false,
+        sct: false,
+        transparency_log: false,
+        signature: false,
+        statement: false,
+        digest: false,
+        identity_policy: false,
+    };
+    let serde_json::Value::Object(names) = serde_json::json!(all) else {
+        unreachable!("Checks serializes as an object")
+    };
+    names
+        .into_iter()
+        .map(|(name, _)| {
+            let value = if Some(name.as_str()) == failed {
+                serde_json::Value::Bool(false)
+            } else {
+                serde_json::Value::Null
+            };
+            (name, value)
+        })
+        .collect()
 }
 
 /// The error's causes, each once: sigstore errors are wrapped with their own text as message,
@@ -227,6 +269,7 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
                     exit_code: crate::exit::verify_status(e.kind).code(),
                     status: crate::exit::verify_status(e.kind).name(),
                     results: [],
+                    checks: failed_checks(e.kind),
                     kind: e.kind.as_str(),
                     message: e.message.clone(),
                     causes: causes(&e),

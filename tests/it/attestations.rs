@@ -353,6 +353,9 @@ fn install_finds_evidence_by_digest_without_the_bundle_or_the_name() {
     assert_eq!(r.code, 16, "{}", r.stderr);
     let doc = r.json();
     assert_eq!(doc["verified"], false);
+    // The success report's checks: the one that failed is false, the rest not established.
+    assert_eq!(doc["checks"]["identity_policy"], false, "{doc}");
+    assert_eq!(doc["checks"]["signature"], Value::Null, "{doc}");
     assert!(
         doc["message"]
             .as_str()
