@@ -739,35 +739,7 @@ fn gh_attestation_verify_accepts_vouch_bundles() {
     let c = claims("push", "vouch-build.yml", 500);
     let r = attest_keyless(&w.sigstore, &c, &wheel, &bundle, None, &[], &[]);
     assert_eq!(r.code, 0, "{}", r.stderr);
-    // gh reads a custom trusted root as JSON Lines: one root per line.
-    let root: Value = serde_json::from_str(&std::fs::read_to_string(&w.root).unwrap()).unwrap();
-    let jsonl = w.dir.path().join("trusted_root.jsonl");
-    std::fs::write(&jsonl, format!("{root}\n")).unwrap();
-    let home = w.dir.path().join("gh-home");
-    std::fs::create_dir_all(&home).unwrap();
-    let gh = |file: &Path, extra: &[&str]| {
-        let mut cmd = std::process::Command::new("gh");
-        cmd.args(["attestation", "verify"])
-            .arg(file)
-            .arg("--bundle")
-            .arg(&bundle)
-            .arg("--custom-trusted-root")
-            .arg(&jsonl)
-            .args(extra)
-            .env("HOME", &home)
-            .env("GH_CONFIG_DIR", &home)
-            .env("GH_NO_UPDATE_NOTIFIER", "1")
-            .env_remove("GH_TOKEN")
-            .env_remove("GITHUB_TOKEN")
-            .env_remove("GH_HOST");
-        run(&mut cmd)
-    };
-    let version = run(std::process::Command::new("gh").arg("--version"));
-    assert!(
-        version.stdout.contains("gh version 2.102.0"),
-        "{}",
-        version.stdout
-    );
+    let gh = |file: &Path, extra: &[&str]| gh_attestation_verify(&w.root, file, &bundle, extra);
     let signer = format!("{REPO}/.github/workflows/vouch-build.yml");
     let r = gh(
         &wheel,

@@ -627,3 +627,37 @@ pub fn snapshot_cases<L: std::fmt::Debug>(
         .collect::<Vec<_>>()
         .join("\n")
 }
+
+/// `gh attestation verify FILE --bundle BUNDLE` offline, trusting `root` (a trusted_root.json)
+/// as `--custom-trusted-root`, with no token, host or user config of the machine's. gh must be
+/// the pinned 2.102.0 (`scripts/test-tools.txt`): Debian's has no `attestation` command.
+pub fn gh_attestation_verify(root: &Path, file: &Path, bundle: &Path, extra: &[&str]) -> Run {
+    let version = run(Command::new("gh").arg("--version"));
+    assert!(
+        version.stdout.contains("gh version 2.102.0"),
+        "not the pinned gh: {}",
+        version.stdout
+    );
+    let dir = bundle.parent().unwrap();
+    // gh reads a custom trusted root as JSON Lines: one root per line.
+    let parsed: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(root).unwrap()).unwrap();
+    let jsonl = dir.join("gh-trusted-root.jsonl");
+    std::fs::write(&jsonl, format!("{parsed}\n")).unwrap();
+    let home = dir.join("gh-home");
+    std::fs::create_dir_all(&home).unwrap();
+    run(Command::new("gh")
+        .args(["attestation", "verify"])
+        .arg(file)
+        .arg("--bundle")
+        .arg(bundle)
+        .arg("--custom-trusted-root")
+        .arg(&jsonl)
+        .args(extra)
+        .env("HOME", &home)
+        .env("GH_CONFIG_DIR", &home)
+        .env("GH_NO_UPDATE_NOTIFIER", "1")
+        .env_remove("GH_TOKEN")
+        .env_remove("GITHUB_TOKEN")
+        .env_remove("GH_HOST"))
+}

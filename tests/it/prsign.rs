@@ -627,6 +627,22 @@ fn signed_pr_build_fetches_and_verifies_and_audits() {
 
         ----- stderr -----
     "#);
+    // gh accepts the same bundle as the signer's attestation of the pr-build predicate; the
+    // request binding (PR, head, build run) is vouch's to check, which gh does not read.
+    let gh = gh_attestation_verify(
+        &w.root,
+        &wheel,
+        &out.join(format!("{}.sigstore.json", w.wheel)),
+        &[
+            "--repo",
+            REPO,
+            "--signer-workflow",
+            &format!("{REPO}/.github/workflows/vouch-sign.yml"),
+            "--predicate-type",
+            vouch_verify::PREDICATE_PR_BUILD_V1,
+        ],
+    );
+    assert_eq!(gh.code, 0, "gh refused the pr-build bundle: {}", gh.stderr);
     let unpinned = [
         &policy[..5],
         &[".github/workflows/vouch-sign.yml"],
