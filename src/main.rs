@@ -57,19 +57,34 @@ fn main() -> ExitCode {
     }
 }
 
-/// Whether the command line asks for JSON (`--json`, `--format json`), read before clap so a
-/// usage error is reported as JSON too. Arguments after `--` are pip's.
+/// Whether the command line asks for JSON (`--json`, or `--format json` where `--format` is
+/// the report's format, as `--json` beside it shows), read before clap so a usage error is
+/// reported as JSON too. `plan --format json` and `cache env --format json` are data formats of
+/// their own. Arguments after `--` are pip's.
 fn wants_json(argv: &[std::ffi::OsString]) -> bool {
     let args: Vec<_> = argv
         .iter()
+        .skip(1)
         .map(|a| a.to_string_lossy())
         .take_while(|a| a != "--")
         .collect();
-    args.iter().enumerate().any(|(i, a)| {
-        a == "--json"
-            || a == "--format=json"
-            || a == "--format" && args.get(i + 1).is_some_and(|v| v == "json")
-    })
+    if args.iter().any(|a| a == "--json") {
+        return true;
+    }
+    let format_json = args.iter().enumerate().any(|(i, a)| {
+        a == "--format=json" || a == "--format" && args.get(i + 1).is_some_and(|v| v == "json")
+    });
+    if !format_json {
+        return false;
+    }
+    let mut cmd = <Cli as clap::CommandFactory>::command();
+    for word in args.iter().filter(|a| !a.starts_with('-')) {
+        match cmd.find_subcommand(word.as_ref()) {
+            Some(sub) => cmd = sub.clone(),
+            None => break,
+        }
+    }
+    cmd.get_arguments().any(|a| a.get_id() == "json")
 }
 
 fn run(command: Command) -> anyhow::Result<ExitCode> {
@@ -104,6 +119,23 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
 
 #[cfg(test)]
 mod tests {
+    /// `--format json` asks for a JSON failure only where `--format` is the report's format.
+    #[test]
+    fn format_json_means_a_json_report_only_where_it_is_the_reports_format() {
+        let wants = |line: &str| {
+            let argv: Vec<std::ffi::OsString> = line.split(' ').map(Into::into).collect();
+            crate::wants_json(&argv)
+        };
+        assert!(wants("vouch verify f --format json"));
+        assert!(wants("vouch -v audit d --format=json"));
+        assert!(wants("vouch cache check --format json"));
+        assert!(wants("vouch build --json"));
+        assert!(!wants("vouch verify f --format text"));
+        assert!(!wants("vouch plan --format json"));
+        assert!(!wants("vouch cache env --tool sccache --format json"));
+        assert!(!wants("vouch install --python p -- --json"));
+    }
+
     /// The import graph of `src/` has no edge between two command modules: what two commands
     /// share belongs in `common.rs` (or a library crate), so each command is one room.
     #[test]

@@ -446,26 +446,26 @@ fn real_bundle_whose_statement_disagrees_with_its_certificate() {
 
 #[test]
 fn keyless_verification_requires_an_identity() {
-    vouch_snapshot!(&mut verify_cli_digest(&fixture(CLI_BUNDLE)), @r#"
-        success: false
-        exit_code: 2
-        ----- stdout -----
+    vouch_snapshot!(&mut verify_cli_digest(&fixture(CLI_BUNDLE)), @"
+    success: false
+    exit_code: 2
+    ----- stdout -----
 
-        ----- stderr -----
-        error: keyless verification needs an identity: give --repo OWNER/NAME (or `repository` in a --policy file)
-    "#);
+    ----- stderr -----
+    error: keyless verification needs an identity: give --repo OWNER/NAME (or `repository` in a --policy file), or at least --owner OWNER
+    ");
     // A signer workflow alone is not enough: with a reusable workflow it names another repository.
     vouch_snapshot!(verify_cli_digest(&fixture(CLI_BUNDLE)).args([
         "--signer-workflow",
         "cli/cli/.github/workflows/deployment.yml",
-    ]), @r#"
-        success: false
-        exit_code: 2
-        ----- stdout -----
+    ]), @"
+    success: false
+    exit_code: 2
+    ----- stdout -----
 
-        ----- stderr -----
-        error: keyless verification needs an identity: give --repo OWNER/NAME (or `repository` in a --policy file)
-    "#);
+    ----- stderr -----
+    error: keyless verification needs an identity: give --repo OWNER/NAME (or `repository` in a --policy file), or at least --owner OWNER
+    ");
 }
 
 // ---------------------------------------------------------------- signing round trips
@@ -703,6 +703,15 @@ fn pr_policy_requires_the_certificate_ref() {
       "exit_code": 16,
       "status": "policy",
       "results": [],
+      "checks": {
+        "certificate_chain": null,
+        "digest": null,
+        "identity_policy": false,
+        "sct": null,
+        "signature": null,
+        "statement": null,
+        "transparency_log": null
+      },
       "kind": "policy",
       "message": "source ref for the pull request (OID .1.14): expected \"refs/pull/7/merge\", found \"refs/heads/main\"",
       "causes": []
@@ -780,6 +789,15 @@ fn issue12_key_signed_bundle_for_another_file_is_a_digest_failure() {
       "exit_code": 15,
       "status": "digest",
       "results": [],
+      "checks": {
+        "certificate_chain": null,
+        "digest": false,
+        "identity_policy": null,
+        "sct": null,
+        "signature": null,
+        "statement": null,
+        "transparency_log": null
+      },
       "kind": "digest",
       "message": "sha256:[SHA256] is not among the statement's subjects (pkg-1.0-py3-none-any.whl sha256:[SHA256])",
       "causes": []
@@ -866,6 +884,15 @@ fn issue12_json_failure_carries_the_cause_chain() {
       "exit_code": 10,
       "status": "bundle",
       "results": [],
+      "checks": {
+        "certificate_chain": null,
+        "digest": null,
+        "identity_policy": null,
+        "sct": null,
+        "signature": null,
+        "statement": null,
+        "transparency_log": null
+      },
       "kind": "bundle",
       "message": "[TEMP]/tampered-cli-gh-2.50.0-windows-arm64.sigstore.json is not a valid Sigstore bundle",
       "causes": [
