@@ -456,11 +456,23 @@ mod tests {
             let pin = CacheSpec::default().pin(tool);
             let line = format!("{}=={}", pin.package, pin.version);
             assert!(text.contains(&line), "{file} does not pin {line}");
-            let hashes: Vec<&str> = text
-                .split("--hash=sha256:")
-                .skip(1)
-                .map(|h| h.split_whitespace().next().unwrap())
-                .collect();
+            // The hashes of this tool's requirement: its line and the `\` continuations after
+            // it (a file may pin other tools too).
+            let mut hashes: Vec<&str> = Vec::new();
+            let mut in_block = false;
+            let mut continued = false;
+            for l in text.lines() {
+                let starts = l.starts_with(&format!("{}==", pin.package));
+                in_block = starts || (in_block && continued);
+                continued = l.trim_end().ends_with('\\');
+                if in_block {
+                    hashes.extend(
+                        l.split("--hash=sha256:")
+                            .skip(1)
+                            .filter_map(|h| h.split_whitespace().next()),
+                    );
+                }
+            }
             assert!(!hashes.is_empty(), "{file}");
             for h in hashes {
                 assert!(
