@@ -58,7 +58,7 @@ echo "install-route-source: vouch $VOUCH_REV installed by the generated step in 
 
 # Every command line the workflows run, as this checkout's vouch finds them, against the
 # installed (pinned) vouch's own --help: each command exists and lists each flag.
-"$root/target/debug/vouch" workflows calls --profile "$root/pyproject-templates/cupy/vouch.toml" --json > "$tmp/calls.json"
+(cd "$root" && target/debug/vouch workflows calls --profile pyproject-templates/cupy/vouch.toml --json) > "$tmp/calls.json"
 python3 - "$CARGO_INSTALL_ROOT/bin/vouch" "$tmp/calls.json" <<'PY'
 import json, re, subprocess, sys
 vouch, calls = sys.argv[1], json.load(open(sys.argv[2]))
