@@ -121,6 +121,24 @@ pub fn copy_sample(dest: &Path) {
     }
 }
 
+/// The sample package copied under `dir` and built there by vouch (`dir/wheels`, with its
+/// own work directory): a real wheel pip installs.
+pub fn build_sample_wheel(dir: &Path) -> PathBuf {
+    let src = dir.join("sample");
+    copy_sample(&src);
+    let built = run(vouch()
+        .arg("build")
+        .arg("--source")
+        .arg(&src)
+        .arg("--out")
+        .arg(dir.join("wheels"))
+        .arg("--work-dir")
+        .arg(dir.join("work"))
+        .arg("--json"));
+    assert_eq!(built.code, 0, "{}", built.stderr);
+    PathBuf::from(built.json()["wheel"].as_str().unwrap())
+}
+
 /// Every file under `dir`, sorted.
 pub fn walk(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();

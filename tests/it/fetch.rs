@@ -63,19 +63,7 @@ impl World {
 
     /// The sample package built by vouch: a real wheel pip installs.
     pub(crate) fn sample_wheel(&self) -> PathBuf {
-        let src = self.dir.path().join("sample");
-        copy_sample(&src);
-        let built = run(vouch()
-            .arg("build")
-            .arg("--source")
-            .arg(&src)
-            .arg("--out")
-            .arg(self.dir.path().join("wheels"))
-            .arg("--work-dir")
-            .arg(self.dir.path().join("work"))
-            .arg("--json"));
-        assert_eq!(built.code, 0, "{}", built.stderr);
-        PathBuf::from(built.json()["wheel"].as_str().unwrap())
+        build_sample_wheel(self.dir.path())
     }
 
     /// Signs `data` as a push build with claims `c` and publishes it under the push artifact

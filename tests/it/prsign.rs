@@ -452,19 +452,7 @@ fn real_wheel() -> &'static (String, Vec<u8>) {
         let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
             .join(format!("prsign-sample-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
-        let src = dir.join("sample");
-        copy_sample(&src);
-        let built = run(vouch()
-            .arg("build")
-            .arg("--source")
-            .arg(&src)
-            .arg("--out")
-            .arg(dir.join("wheels"))
-            .arg("--work-dir")
-            .arg(dir.join("work"))
-            .arg("--json"));
-        assert_eq!(built.code, 0, "{}", built.stderr);
-        let wheel = PathBuf::from(built.json()["wheel"].as_str().unwrap());
+        let wheel = build_sample_wheel(&dir);
         let name = wheel.file_name().unwrap().to_str().unwrap().to_owned();
         (name, std::fs::read(&wheel).unwrap())
     })
