@@ -191,6 +191,44 @@ mod tests {
         assert!(err.contains("a link is refused"), "{err}");
     }
 
+    /// Issue 31: the canonical work directory is refused when another uid owns it, even at
+    /// mode 0700 (that user could swap what a build reads or writes). As root the fixture is
+    /// handed to `nobody`; anyone else cannot chown, so a directory root owns stands in.
+    #[cfg(unix)]
+    #[test]
+    fn issue31_owned_private_dir_refuses_a_directory_another_uid_owns() {
+        use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
+        let d = tempfile::tempdir().unwrap();
+        let me = tempfile::tempfile().unwrap().metadata().unwrap().uid();
+        let theirs = if me == 0 {
+            let dir = d.path().join("work");
+            owned_private_dir(&dir).unwrap();
+            std::os::unix::fs::chown(&dir, Some(65534), Some(65534)).unwrap();
+            dir
+        } else {
+            PathBuf::from("/")
+        };
+        let meta = std::fs::symlink_metadata(&theirs).unwrap();
+        let owner = meta.uid();
+        assert_ne!(owner, me);
+        let mode = meta.permissions().mode() & 0o777;
+        let err = owned_private_dir(&theirs).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::PermissionDenied);
+        let msg = err.to_string();
+        assert!(
+            msg.ends_with(&format!(
+                "is owned by uid {owner}, not by this user (uid {me}); remove it or choose another directory"
+            )),
+            "{msg}"
+        );
+        // Refused as it was: not adopted, not re-moded.
+        let after = std::fs::symlink_metadata(&theirs).unwrap();
+        assert_eq!(
+            (after.uid(), after.permissions().mode() & 0o777),
+            (owner, mode)
+        );
+    }
+
     #[test]
     fn issue12_output_can_patch_and_read_back_before_commit() {
         use std::io::{Read as _, Seek as _, SeekFrom};
