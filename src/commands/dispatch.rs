@@ -27,6 +27,9 @@ struct Report {
     tags: Vec<String>,
     projects: Vec<String>,
     skipped: Vec<String>,
+    /// The commit the body names as vouched for (`vouch.commit`); none for a push, whose
+    /// `after` is its commit.
+    vouched_commit: Option<String>,
     jobs: Vec<JobReport>,
 }
 
@@ -50,6 +53,7 @@ fn flexci(args: DispatchFlexciArgs) -> anyhow::Result<ExitCode> {
         tags: Vec::new(),
         projects: Vec::new(),
         skipped: Vec::new(),
+        vouched_commit: None,
         jobs: Vec::new(),
     };
     let Some(tags) = vouch_dispatch::tags_for(event, &payload, &args.external_tag)? else {
@@ -78,6 +82,14 @@ fn flexci(args: DispatchFlexciArgs) -> anyhow::Result<ExitCode> {
                 selected.len() + skipped.len(),
                 selected.join(", ")
             ));
+            let payload = match event {
+                Event::IssueComment => {
+                    let (stamped, vouched) = vouch_for(&args.webhook, &payload)?;
+                    report.vouched_commit = vouched;
+                    stamped
+                }
+                Event::Push => payload,
+            };
             let secret = args.password_file.as_ref();
             let request = WebhookRequest::new(&endpoint, event, &payload, &selected, secret);
             output::note(format!("request URI: {}", request.url));
@@ -102,6 +114,49 @@ fn flexci(args: DispatchFlexciArgs) -> anyhow::Result<ExitCode> {
         }
     }
     finish(&args, &report)
+}
+
+/// The request record `vouch pr-run pin --request-out DIR` writes next to the event it
+/// dispatches: it names the commit the signer vouched for.
+const REQUEST_FILE: &str = "request.json";
+
+/// `payload` with the commit the request beside `webhook` vouched for (see
+/// [`vouch_dispatch::vouched`]); unchanged, with a note, when there is no request beside it
+/// (an event recorded some other way), since the farm then has nothing to check against.
+fn vouch_for(
+    webhook: &Path,
+    payload: &vouch_dispatch::PyValue,
+) -> anyhow::Result<(vouch_dispatch::PyValue, Option<String>)> {
+    let path = webhook.with_file_name(REQUEST_FILE);
+    let bytes = match std::fs::read(&path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            output::note(format!(
+                "no {REQUEST_FILE} beside {webhook:?}: the webhook names no vouched commit, so the test farm cannot check its checkout against one"
+            ));
+            return Ok((payload.clone(), None));
+        }
+        Err(e) => return Err(e).with_context(|| format!("reading {path:?}")),
+    };
+    let request = vouch_prrun::TestRequest::parse(&bytes).map_err(|reason| {
+        vouch_dispatch::DispatchError::Field {
+            field: "vouched commit".into(),
+            problem: format!("cannot be read from {path:?}: {reason}"),
+        }
+    })?;
+    let vouched = vouch_dispatch::Vouched {
+        repository: request.repository,
+        pr: request.pr,
+        commit: request.head_sha,
+    };
+    let stamped = vouched
+        .stamp(payload)
+        .with_context(|| format!("the event {webhook:?} and the request {path:?} disagree"))?;
+    output::note(format!(
+        "vouched commit: {} (pull request {})",
+        vouched.commit, vouched.pr
+    ));
+    Ok((stamped, Some(vouched.commit)))
 }
 
 fn finish(args: &DispatchFlexciArgs, report: &Report) -> anyhow::Result<ExitCode> {

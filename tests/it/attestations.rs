@@ -793,3 +793,128 @@ fn gh_attestation_verify_accepts_vouch_bundles() {
     let r = gh(&changed, &["--repo", REPO]);
     assert_ne!(r.code, 0, "gh accepted a changed file: {}", r.stdout);
 }
+
+/// A bundle GitHub's store would index under `digest` with predicate `predicate_type`: a
+/// statement with that subject, unsigned. The store files what it is given; only the consumer
+/// verifies, so an unsigned flood costs an attacker nothing but the writes.
+fn unsigned_bundle(digest: &str, predicate_type: &str) -> Value {
+    use base64::Engine as _;
+    let hex = digest.strip_prefix("sha256:").unwrap();
+    let statement = serde_json::json!({
+        "_type": "https://in-toto.io/Statement/v1",
+        "subject": [{"name": "w.whl", "digest": {"sha256": hex}}],
+        "predicateType": predicate_type,
+        "predicate": {},
+    });
+    serde_json::json!({
+        "mediaType": "application/vnd.dev.sigstore.bundle.v0.3+json",
+        "dsseEnvelope": {
+            "payload": base64::engine::general_purpose::STANDARD.encode(statement.to_string()),
+            "payloadType": "application/vnd.in-toto+json",
+            "signatures": [],
+        },
+    })
+}
+
+/// A push build's wheel whose artifact carries no bundle, and whose attestation the build
+/// recorded in the store after `flood` (recorded first, so listed ahead of it); pages hold
+/// one entry, so the old page limit (20 pages) is 20 entries. Then `vouch fetch
+/// --github-attestations` with the artifact's own name.
+fn fetch_behind_a_flood(flood: impl FnOnce(&World, &FakeGithub, &Path)) -> (Run, FakeGithub) {
+    let w = World::new();
+    let gh = w.github();
+    let wheel = w
+        .dir
+        .path()
+        .join("cupy_cuda13x-14.2.0-cp312-cp312-manylinux_2_28_x86_64.whl");
+    std::fs::write(&wheel, b"the release wheel").unwrap();
+    flood(&w, &gh, &wheel);
+    let bundle = w.dir.path().join("build.sigstore.json");
+    let r = attest_recording(&w, &gh, &wheel, &bundle, &[]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    gh.faults
+        .page_size
+        .store(1, std::sync::atomic::Ordering::Relaxed);
+    let art = format!("cupy-cuda13x-py3.12-linux-64-{HEAD}");
+    w.publish(&art, 500, std::slice::from_ref(&wheel));
+    let token = token_file(&w);
+    let out = w.dir.path().join("out");
+    let r = run(vouch()
+        .arg("fetch")
+        .args(["--repo", REPO, "--event", "push", "--sha", HEAD])
+        .args(["--artifact-name", &art, "--api-url", &gh.url])
+        .args(["--github-attestations", REPO, "--wait-for-run", "0"])
+        .arg("--token-file")
+        .arg(&token)
+        .arg("--trust-root")
+        .arg(&w.root)
+        .arg("--out")
+        .arg(&out)
+        .arg("--json"));
+    assert_no_secret(&r);
+    if r.code != 0 {
+        crate::fetch::assert_nothing_written(&out);
+    }
+    (r, gh)
+}
+
+/// Issue 31 (2c): the signer records a pr-build attestation for every wheel it signs, and a
+/// PR build of released code reproduces the release wheel's digest. Far more of them than the
+/// listing's page limit, ahead of the release's own SLSA provenance, must not hide it: the
+/// look-up asks the store for the policy's predicate type only.
+#[test]
+fn issue31_a_flood_of_pr_build_attestations_does_not_hide_the_release_provenance() {
+    let (r, gh) = fetch_behind_a_flood(|_, gh, wheel| {
+        let flood = unsigned_bundle(&sha256_of(wheel), "https://vouch.build/pr-build/v1");
+        for _ in 0..25 {
+            gh.record_attestation(REPO, flood.clone());
+        }
+    });
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let store = r.json()["attestation_store"].clone();
+    assert_eq!(store.as_array().unwrap().len(), 1, "{store:#}");
+    assert_eq!(store[0]["accepted"], true);
+    assert_eq!(gh.attestation_lookups().0, 1, "one page, the filtered one");
+}
+
+/// Issue 31 (2c): entries of the right type that fail the policy are read page after page
+/// until one passes; past the budget the look-up stops, and says which budget it spent.
+#[test]
+fn issue31_store_look_up_pages_until_a_pass_within_its_budget() {
+    let decoys = |n: usize| {
+        move |w: &World, gh: &FakeGithub, wheel: &Path| {
+            let evil = w.dir.path().join("evil.sigstore.json");
+            let r = attest_keyless(&w.sigstore, &evil_claims(), wheel, &evil, None, &[], &[]);
+            assert_eq!(r.code, 0, "{}", r.stderr);
+            let json: Value =
+                serde_json::from_str(&std::fs::read_to_string(&evil).unwrap()).unwrap();
+            for _ in 0..n {
+                gh.record_attestation(REPO, json.clone());
+            }
+        }
+    };
+    // Behind five: found on the sixth page.
+    let (r, gh) = fetch_behind_a_flood(decoys(5));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let store = r.json()["attestation_store"].clone();
+    let accepted: Vec<bool> = store
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["accepted"] == true)
+        .collect();
+    assert_eq!(accepted, [false, false, false, false, false, true]);
+    assert_eq!(gh.attestation_lookups().0, 6);
+
+    // Behind more than the budget: refused, naming the budget, after exactly that many pages.
+    let budget = vouch_fetch::STORE_PAGE_BUDGET;
+    let (r, gh) = fetch_behind_a_flood(decoys(budget + 5));
+    assert_eq!(gh.attestation_lookups().0, budget as u64);
+    let message = r.json()["message"].as_str().unwrap().to_owned();
+    let message = message.replace(&sha256_of_bytes(b"the release wheel"), "[DIGEST]");
+    insta::assert_snapshot!(message, @r#"no artifact named "cupy-cuda13x-py3.12-linux-64-1111111111111111111111111111111111111111" passed: artifact 1001 (run 500): cupy_cuda13x-14.2.0-cp312-cp312-manylinux_2_28_x86_64.whl: no bundle in the artifact, and none of the first 20 attestation(s) of type https://slsa.dev/provenance/v1 that cupy/cupy's store holds for [DIGEST] passed; the lookup stopped at its budget of 20 pages, and the store holds more (a flood of attestations for this digest?): attestation #0 (repository id 968015): policy check failed: source repository (OID .1.12): expected "https://github.com/cupy/cupy", found "https://github.com/evil/cupy"; attestation #1 (repository id 968015): policy check failed: source repository (OID .1.12): expected "https://github.com/cupy/cupy", found "https://github.com/evil/cupy"; attestation #2 (repository id 968015): policy check failed: source repository (OID .1.12): expected "https://github.com/cupy/cupy", found "https://github.com/evil/cupy"; and 17 more"#);
+}
+
+fn sha256_of_bytes(data: &[u8]) -> String {
+    format!("sha256:{}", vouch_core::Sha256Digest::of(data).hex())
+}

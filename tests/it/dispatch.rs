@@ -93,7 +93,7 @@ fn flexci_webhook_is_byte_for_byte_cupys() {
     let r = vouch_snapshot!(
         flexci(&server.url, "issue_comment", &fixture("event.json"), &secret_path)
             .args(["--external-tag", "jenkins", "--external-tag", "rocm"]),
-        @r"
+        @r#"
     success: true
     exit_code: 0
     ----- stdout -----
@@ -102,8 +102,9 @@ fn flexci_webhook_is_byte_for_byte_cupys() {
     ----- stderr -----
     requested tags: mini, windows
     dispatching 2 of 7 projects: gpu-array.win.cuda129, gpu-array.win.cuda130
+    no request.json beside "[REPO]/crates/vouch-dispatch/tests/fixtures/event.json": the webhook names no vouched commit, so the test farm cannot check its checkout against one
     request URI: http://127.0.0.1:[PORT]/x/github_webhook?project=gpu-array.win.cuda129,gpu-array.win.cuda130&rule=issue_comment:.%2B&quiet=true
-    "
+    "#
     );
     assert!(!secret_path.exists(), "the secret file stays behind");
     assert!(!r.stdout.contains(&secret) && !r.stderr.contains(&secret));
@@ -389,6 +390,7 @@ fn dispatch_cases() {
     ----- stderr -----
     requested tags: mini, windows
     dispatching 2 of 7 projects: gpu-array.win.cuda129, gpu-array.win.cuda130
+    no request.json beside "[REPO]/crates/vouch-dispatch/tests/fixtures/event.json": the webhook names no vouched commit, so the test farm cannot check its checkout against one
     request URI: http://127.0.0.1:[PORT]/x/github_webhook?project=gpu-array.win.cuda129,gpu-array.win.cuda130&rule=issue_comment:.%2B&quiet=true
     dry run: nothing sent; the request is in "[TEMP]/dry"
 
@@ -428,4 +430,76 @@ fn dispatch_cases() {
     ----- stderr -----
     error: POST http://127.0.0.1:[PORT]/repos/o/farm/dispatches failed with HTTP 401: Bad credentials
     "#);
+}
+
+/// Issue 31 (4): a pull request's dispatch names the commit the signer vouched for. The
+/// request record `vouch pr-run pin --request-out` writes beside the event supplies it; the
+/// body is CuPy's to the last member, then one more, `vouch`, which the signatures cover. An
+/// event of another pull request than the request's is refused, and nothing is sent.
+#[test]
+fn issue31_the_dispatch_names_the_vouched_commit() {
+    let dir = tempdir();
+    let request_dir = dir.path().join("request");
+    std::fs::create_dir_all(&request_dir).unwrap();
+    let webhook = request_dir.join("event.json");
+    std::fs::copy(fixture("event.json"), &webhook).unwrap();
+    let head = "0123456789abcdef0123456789abcdef01234567";
+    let request = |pr: u64| {
+        serde_json::json!({
+            "schema": "https://vouch.build/test-request/v1",
+            "repository": "example-org/gpu-array",
+            "pr": pr,
+            "head_sha": head,
+            "head_repository": "contributor/gpu-array",
+            "base_ref": "main",
+            "base_sha": "89abcdef0123456789abcdef0123456789abcdef",
+            "comment_id": 1,
+            "author": "maintainer",
+            "author_association": "MEMBER",
+            "recorded_by_run": 42,
+        })
+        .to_string()
+    };
+    std::fs::write(request_dir.join("request.json"), request(10049)).unwrap();
+    let server = WebhookServer::start(200, JOBS);
+    let (secret_path, secret) = secret_file(dir.path());
+    let r = run(
+        flexci(&server.url, "issue_comment", &webhook, &secret_path).args([
+            "--external-tag",
+            "jenkins",
+            "--json",
+        ]),
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(r.json()["vouched_commit"], head);
+    let seen = server.requests();
+    assert_eq!(seen.len(), 1);
+    let expected = std::fs::read_to_string(fixture("expected-body.json")).unwrap();
+    let cupys = expected.strip_suffix('}').unwrap();
+    let body = String::from_utf8(seen[0].body.clone()).unwrap();
+    assert_eq!(
+        body,
+        format!(
+            r#"{cupys}, "vouch": {{"schema": "https://vouch.build/flexci-dispatch/v1", "repository": "example-org/gpu-array", "pr": 10049, "commit": "{head}"}}}}"#
+        )
+    );
+    let (sha1, sha256) = vouch_dispatch::signatures(secret.as_bytes(), body.as_bytes());
+    assert_eq!(seen[0].header("X-Hub-Signature"), Some(sha1.as_str()));
+    assert_eq!(seen[0].header("X-Hub-Signature-256"), Some(sha256.as_str()));
+
+    // The request is another pull request's: refused before anything is sent.
+    std::fs::write(request_dir.join("request.json"), request(10050)).unwrap();
+    let server = WebhookServer::start(200, JOBS);
+    let (secret_path, _) = secret_file(dir.path());
+    let r = run(flexci(&server.url, "issue_comment", &webhook, &secret_path)
+        .args(["--external-tag", "jenkins"]));
+    assert_eq!(r.code, 3, "{}", r.stderr);
+    assert!(
+        r.stderr.contains(
+            "the event's issue.number is 10049, but the request vouched for pull request 10050"
+        ),
+        "{}",
+        r.stderr
+    );
+    assert!(server.requests().is_empty(), "nothing sent");
 }

@@ -403,6 +403,48 @@ fn refuses_a_run_still_going_when_the_wait_is_up() {
     "#);
 }
 
+/// Issue 31 (6): a same-named artifact from a fork's run that never ends, newer than the real
+/// one, is turned down on what its run is (a fork's) without waiting for it to end: the fetch
+/// returns the real build well inside `--wait-for-run`, instead of after all of it.
+#[test]
+fn issue31_a_decoy_whose_run_never_ends_does_not_stall_fetch() {
+    let w = World::new();
+    w.push_build();
+    w.publish_push(
+        "decoy",
+        &claims("push", "vouch-build.yml", 501),
+        501,
+        b"decoy",
+    );
+    w.edit("runs/501.json", |r| {
+        r["status"] = "in_progress".into();
+        r["conclusion"] = Value::Null;
+        r["head_repository"]["full_name"] = "attacker/cupy".into();
+        r["head_repository"]["fork"] = true.into();
+    });
+    let gh = w.github();
+    let window = 30;
+    let started = std::time::Instant::now();
+    let (r, out) = w.fetch(
+        &gh,
+        &[PUSH, &["--wait-for-run", &window.to_string()]].concat(),
+    );
+    let took = started.elapsed();
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let j = r.json();
+    assert_eq!(j["run_id"], 500);
+    assert_eq!(j["rejected"][0]["run_id"], 501);
+    assert_eq!(
+        j["rejected"][0]["reason"],
+        "a push build's head repository is \"attacker/cupy\", a fork or another repository"
+    );
+    assert_eq!(std::fs::read(out.join(WHEEL)).unwrap(), b"the wheel");
+    assert!(
+        took < std::time::Duration::from_secs(window / 3),
+        "the decoy held the fetch for {took:?} of its {window}s window"
+    );
+}
+
 #[test]
 fn rejects_run_of_another_event() {
     vouch_snapshot!(pin_attack(|r| r["event"] = "workflow_dispatch".into()), @r#"

@@ -5,6 +5,8 @@
 //!   the tags a `/test` comment asks for ([`targets`]), the projects that carry all of them
 //!   ([`projects`]), the event re-serialised as Python's `json.dumps` writes it ([`pyjson`]),
 //!   and its HMAC signatures.
+//!   A pull request's dispatch also names the commit the signer vouched for ([`vouched`]), so
+//!   the farm can refuse a checkout of any other head.
 //! - [`repository`]: a GitHub `repository_dispatch`, for a farm that is a GitHub repository.
 //!
 //! Both POST once and never retry: the far side may have started jobs before its answer was
@@ -17,6 +19,7 @@ pub mod projects;
 pub mod pyjson;
 pub mod repository;
 pub mod targets;
+pub mod vouched;
 
 #[cfg(test)]
 mod testutil;
@@ -29,6 +32,7 @@ pub use projects::{Decision, ProjectTags};
 pub use pyjson::PyValue;
 pub use repository::RepositoryDispatch;
 pub use targets::{Event, requested_tags, tags_for};
+pub use vouched::Vouched;
 
 #[derive(Debug, thiserror::Error)]
 pub enum DispatchError {

@@ -38,12 +38,15 @@ pub const ALLOWED_ASSOCIATIONS: &[&str] = &["OWNER", "MEMBER"];
 /// The first line (as Python's `str.splitlines` cuts them) that matches
 /// `/test ([\w,\- ]+)` in full, with Python's Unicode `\w` (letters, numbers, `_`), is split
 /// on `,` and each part stripped of spaces; an empty part stays (`/test mini,` asks for
-/// `mini` and `""`).
+/// `mini` and `""`). A last word `@<7 to 40 lowercase hex>` names the commit the maintainer
+/// vouches for (`/test mini @1a2b3c4`, read by the trigger); it is no tag, and the line is
+/// still a request (CuPy's dispatcher, which predates it, would see none).
 pub fn requested_tags(body: &str) -> Option<BTreeSet<String>> {
     // Python's `\w` on str is exactly Unicode categories L and N plus `_`; regex's own `\w`
     // also takes marks and connector punctuation, so the class is spelled out.
     static TEST_LINE: LazyLock<regex::Regex> = LazyLock::new(|| {
-        regex::Regex::new(r"\A/test ([\p{L}\p{N}_,\- ]+)\z").expect("a valid pattern")
+        regex::Regex::new(r"\A/test ([\p{L}\p{N}_,\- ]+?)(?: +@[0-9a-f]{7,40})?\z")
+            .expect("a valid pattern")
     });
     splitlines(body).into_iter().find_map(|line| {
         let group = TEST_LINE.captures(line)?.get(1)?.as_str();
@@ -186,6 +189,28 @@ mod tests {
             ("/test a!\n/test b", set(&["b"])),
             ("", None),
         ]
+    }
+
+    /// Issue 31: the commit a maintainer names (`@<sha>`, the last word) is no tag, and does
+    /// not make the line something other than a request.
+    #[test]
+    fn a_named_commit_is_no_tag() {
+        let cases = [
+            ("/test mini,windows @1a2b3c4", set(&["mini", "windows"])),
+            (
+                "/test mini @0123456789abcdef0123456789abcdef01234567",
+                set(&["mini"]),
+            ),
+            ("/test mini  @1a2b3c4", set(&["mini"])),
+            ("/test @1a2b3c4", None),
+            ("/test mini @1a2b3c", None),
+            ("/test mini @1A2B3C4", None),
+            ("/test mini @1a2b3c4 x", None),
+            ("/test mini@1a2b3c4", None),
+        ];
+        for (body, want) in cases {
+            assert_eq!(requested_tags(body), want, "{body:?}");
+        }
     }
 
     #[test]

@@ -1,8 +1,11 @@
 //! Evidence by digest: when an artifact carries no bundle for a wheel, GitHub's attestation
-//! store is asked for every attestation of the wheel's sha256, and each is held to exactly the
-//! policy a bundle inside the artifact would be. The store is a lookup, not a verdict: anyone
-//! with write access to a repository can record anything there, so every entry is verified,
-//! the first that passes is used, and the others are reported with the reason they failed.
+//! store is asked for the attestations of the wheel's sha256 of the policy's predicate type, and
+//! each is held to exactly the policy a bundle inside the artifact would be. The store is a
+//! lookup, not a verdict: anyone with write access to a repository can record anything there,
+//! and the signer records a pr-build attestation for every wheel it signs (a reproducible PR
+//! build of released code has the release wheel's digest). So the type is filtered by the
+//! store, every entry is verified, pages are read until one passes or the budget
+//! ([`STORE_PAGE_BUDGET`]) is spent, and the others are reported with the reason they failed.
 
 use std::path::Path;
 
@@ -10,6 +13,7 @@ use serde::Serialize;
 use serde_json::Value;
 use vouch_core::Sha256Digest;
 use vouch_github::{BundleOrigin, StoredAttestation};
+use vouch_verify::Policy;
 use vouch_verify::{ErrorKind, VerifyError};
 
 use crate::pair::Pair;
@@ -126,9 +130,8 @@ impl Fetch<'_> {
                 source,
             })?;
             let digest = sha256.to_string();
-            let stored = self
-                .source
-                .attestations(store_repo, &digest)
+            let lookup = self
+                .look_up(store_repo, &name, &sha256, &policy)
                 .await
                 .map_err(|e| {
                     reject(
@@ -141,14 +144,14 @@ impl Fetch<'_> {
                         ),
                     )
                 })?;
-            // The wheel is hashed once above; each candidate is checked against that digest.
-            let (found, mut report, error) = judge(&name, &stored, |i, bundle| {
-                let text = bundle.to_string();
-                let origin = format!("{store_repo} attestation #{i}");
-                verify_evidence(&sha256, &text, &origin, self.exp, &policy, self.trust)
-                    .map(|_| text)
-            });
-            let ignored = ignored_summary(&report);
+            let Lookup {
+                found,
+                mut report,
+                error,
+                exhausted,
+            } = lookup;
+            let ignored = ignored_summary_capped(&report);
+            let looked_at = report.len();
             reports.append(&mut report);
             match found {
                 Some(text) => {
@@ -161,14 +164,18 @@ impl Fetch<'_> {
                     pair.bundle = Some(path);
                 }
                 None => {
-                    let reason = if stored.is_empty() {
+                    let predicate = &policy.predicate_type;
+                    let reason = if exhausted {
                         format!(
-                            "{name}: no bundle in the artifact, and {store_repo}'s attestation store holds none for {digest}"
+                            "{name}: no bundle in the artifact, and none of the first {looked_at} attestation(s) of type {predicate} that {store_repo}'s store holds for {digest} passed; the lookup stopped at its budget of {STORE_PAGE_BUDGET} pages, and the store holds more (a flood of attestations for this digest?): {ignored}"
+                        )
+                    } else if looked_at == 0 {
+                        format!(
+                            "{name}: no bundle in the artifact, and {store_repo}'s attestation store holds none of type {predicate} for {digest}"
                         )
                     } else {
                         format!(
-                            "{name}: no bundle in the artifact, and none of the {} attestation(s) {store_repo}'s store holds for {digest} passed: {ignored}",
-                            stored.len()
+                            "{name}: no bundle in the artifact, and none of the {looked_at} attestation(s) of type {predicate} that {store_repo}'s store holds for {digest} passed: {ignored}"
                         )
                     };
                     let mut r = reject(artifact_id, Some(run_id), RejectKind::Verify, reason);
@@ -179,4 +186,93 @@ impl Fetch<'_> {
         }
         Ok(())
     }
+
+    /// Pages through the store's attestations of `sha256` of the policy's predicate type
+    /// (the store filters by it, so another type's flood takes no room) and verifies each
+    /// against the policy, until one passes or [`STORE_PAGE_BUDGET`] pages were read: a
+    /// passing entry behind any number of failing ones of the right type is found while the
+    /// budget lasts, and the budget bounds what a flood can cost.
+    async fn look_up(
+        &self,
+        store_repo: &str,
+        name: &str,
+        sha256: &Sha256Digest,
+        policy: &Policy,
+    ) -> Result<Lookup, FetchError> {
+        let digest = sha256.to_string();
+        let mut lookup = Lookup {
+            found: None,
+            report: Vec::new(),
+            error: None,
+            exhausted: false,
+        };
+        let mut next: Option<String> = None;
+        for page_number in 0.. {
+            if page_number == STORE_PAGE_BUDGET {
+                lookup.exhausted = true;
+                break;
+            }
+            let page = self
+                .source
+                .attestation_page(
+                    store_repo,
+                    &digest,
+                    &policy.predicate_type,
+                    next.as_deref(),
+                    lookup.report.len(),
+                )
+                .await?;
+            // The wheel is hashed once by the caller; each entry is checked against that digest.
+            let (found, mut report, error) = judge(name, &page.entries, |i, bundle| {
+                let text = bundle.to_string();
+                let origin = format!("{store_repo} attestation #{i}");
+                verify_evidence(sha256, &text, &origin, self.exp, policy, self.trust).map(|_| text)
+            });
+            lookup.report.append(&mut report);
+            if lookup.error.is_none() {
+                lookup.error = error;
+            }
+            if found.is_some() {
+                lookup.found = found;
+                break;
+            }
+            match page.next {
+                Some(n) => next = Some(n),
+                None => break,
+            }
+        }
+        Ok(lookup)
+    }
+}
+
+/// Pages of the attestation store read for one wheel at most (100 entries each, as listed).
+pub const STORE_PAGE_BUDGET: usize = 20;
+
+/// How many ignored entries a rejection names; the report lists them all.
+const NAMED_IGNORED: usize = 3;
+
+/// What one wheel's look-up found.
+struct Lookup {
+    /// The bundle JSON of the first entry that passed.
+    found: Option<String>,
+    report: Vec<StoreReport>,
+    error: Option<VerifyError>,
+    /// The budget ran out before the listing did.
+    exhausted: bool,
+}
+
+/// [`ignored_summary`] of the first few, and how many more: a flood's reasons would make the
+/// message as long as the flood.
+fn ignored_summary_capped(reports: &[StoreReport]) -> String {
+    let ignored: Vec<&StoreReport> = reports.iter().filter(|r| !r.accepted).collect();
+    let shown: Vec<StoreReport> = ignored
+        .iter()
+        .take(NAMED_IGNORED)
+        .map(|r| (*r).clone())
+        .collect();
+    let mut s = ignored_summary(&shown);
+    if ignored.len() > NAMED_IGNORED {
+        s.push_str(&format!("; and {} more", ignored.len() - NAMED_IGNORED));
+    }
+    s
 }

@@ -9,7 +9,7 @@
 //! names the build run and the `/test` request (see [`Expectation::signed_by_signer`]).
 //!
 //! [`fetch`] runs the design's stages, one module each, for each candidate until one passes:
-//! `locate` → `wait` → `pin` → `download` → `extract` → `pair` → `by_digest` → `verify` →
+//! `locate` → `pin` (static facts) → `wait` → `pin` → `download` → `extract` → `pair` → `by_digest` → `verify` →
 //! `commit` (`by_digest` only with [`VerifyConfig::attestation_store`]). A candidate that
 //! fails a stage is recorded as a [`Rejection`] and the next one is tried; nothing reaches
 //! `out` before `commit`. Artifacts come from any [`ArtifactSource`] (see `source/`).
@@ -36,14 +36,14 @@ use serde::Serialize;
 use vouch_core::Sha256Digest;
 use vouch_verify::{Trust, TrustSpec, Verified, VerifyError};
 
-pub use by_digest::{StoreReport, ignored_summary, judge};
+pub use by_digest::{STORE_PAGE_BUDGET, StoreReport, ignored_summary, judge};
 pub use download::{Downloaded, download_zip};
 pub use extract::{ExtractLimits, extract_safely};
 pub use install::{
     Dependencies, InstallError, Installed, pip_install_dependencies, pip_install_verified,
     plan_dependencies,
 };
-pub use pin::{PinError, Producer, pin};
+pub use pin::{PinError, Producer, pin, pin_static};
 pub use source::{
     ArtifactSource, BoxFuture, LocalStore, RunInfo, SOURCES, SourceInputs, SourceKind, SourceSpec,
     UnknownSource, publish,
@@ -325,7 +325,13 @@ impl Fetch<'_> {
         let (source, exp) = (self.source, self.exp);
         let id = artifact.id;
         let run_id = locate::screen(artifact, exp)?;
-        let run = wait::until_completed(source, &exp.repo, run_id, self.deadline).await?;
+        let pin_reject = |e: PinError| reject(id, Some(run_id), RejectKind::Pin, e.to_string());
+        let run = source.run(&exp.repo, run_id).await?;
+        // What a run is never changes while it runs: a candidate that cannot pass is turned
+        // down before any waiting, so a decoy's never-ending run cannot spend the deadline
+        // every candidate shares.
+        pin_static(&run, artifact, exp, self.producer).map_err(pin_reject)?;
+        let run = wait::until_completed(source, &exp.repo, run, self.deadline).await?;
         if run.status != "completed" {
             let e = PinError::NotCompleted {
                 status: run.status.clone(),
@@ -333,8 +339,7 @@ impl Fetch<'_> {
             };
             return Err(reject(id, Some(run_id), RejectKind::Pin, e.to_string()).into());
         }
-        pin(&run, artifact, exp, self.producer)
-            .map_err(|e| reject(id, Some(run_id), RejectKind::Pin, e.to_string()))?;
+        pin(&run, artifact, exp, self.producer).map_err(pin_reject)?;
         let dl = download::download(source, exp, artifact, run_id).await?;
         let files = extract_safely(
             &dl.zip,

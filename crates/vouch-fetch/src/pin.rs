@@ -80,6 +80,27 @@ pub fn pin(
     exp: &Expectation,
     producer: &Producer,
 ) -> Result<(), PinError> {
+    pin_static(run, artifact, exp, producer)?;
+    let conclusion = run.conclusion.as_deref().unwrap_or("");
+    if run.status != "completed" || conclusion != "success" {
+        return Err(PinError::NotSucceeded {
+            status: run.status.clone(),
+            conclusion: conclusion.to_owned(),
+        });
+    }
+    Ok(())
+}
+
+/// Every check of [`pin`] on facts a run has from the start and never changes (workflow,
+/// event, head, repository, head repository, artifact's run): whether it succeeded is left
+/// out. A candidate is waited for only once these pass, so a decoy whose run never ends (a
+/// fork's, another workflow's) is turned down at once instead of holding the fetch.
+pub fn pin_static(
+    run: &Run,
+    artifact: &Artifact,
+    exp: &Expectation,
+    producer: &Producer,
+) -> Result<(), PinError> {
     let workflow = &producer.workflow;
     if run.workflow_id != Some(workflow.id) {
         return Err(PinError::Workflow {
@@ -93,13 +114,6 @@ pub fn pin(
         return Err(PinError::Event {
             found: run.event.clone(),
             expected: event.to_owned(),
-        });
-    }
-    let conclusion = run.conclusion.as_deref().unwrap_or("");
-    if run.status != "completed" || conclusion != "success" {
-        return Err(PinError::NotSucceeded {
-            status: run.status.clone(),
-            conclusion: conclusion.to_owned(),
         });
     }
     match &producer.default_branch {
@@ -404,6 +418,40 @@ mod tests {
             );
             assert_eq!(got.err(), *want, "{what}");
         }
+    }
+
+    /// A run still going is judged on what it already is: a decoy of a fork (or of another
+    /// workflow) fails at once, so nobody waits for it; the expected run passes and is waited
+    /// for, and `pin` still refuses it until it succeeded.
+    #[test]
+    fn static_checks_judge_a_run_still_going() {
+        let going = |edit: fn(&mut Run)| {
+            let mut r = run("push");
+            r.status = "in_progress".into();
+            r.conclusion = None;
+            edit(&mut r);
+            r
+        };
+        let (a, e, p) = (artifact(Some(500)), exp("push", None), producer(false));
+        let fork = going(|r| r.head_repository = repo("attacker/cupy", true));
+        assert_eq!(
+            pin_static(&fork, &a, &e, &p),
+            Err(PinError::HeadRepository {
+                event: "push".into(),
+                found: "attacker/cupy".into(),
+            })
+        );
+        let sibling = going(|r| r.workflow_id = Some(999));
+        assert!(matches!(
+            pin_static(&sibling, &a, &e, &p),
+            Err(PinError::Workflow { .. })
+        ));
+        let expected = going(|_| {});
+        assert_eq!(pin_static(&expected, &a, &e, &p), Ok(()));
+        assert!(matches!(
+            pin(&expected, &a, &e, &p),
+            Err(PinError::NotSucceeded { .. })
+        ));
     }
 
     /// The messages tests/fetch.rs (and users' scripts) look for.

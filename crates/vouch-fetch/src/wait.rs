@@ -2,6 +2,8 @@
 //! build dispatches its tests from inside its own run, and the signer dispatches them before
 //! its run ends, so a consumer may start while the run it needs is still going. What it then
 //! concluded is for `pin` to judge; a run still going when the time is up is turned down.
+//! Only a run that already passed `pin_static` is waited for: what a decoy's run is (a fork's,
+//! another workflow's) is known at once, and it must not spend the deadline all candidates share.
 
 use std::time::{Duration, Instant};
 
@@ -14,23 +16,23 @@ use crate::{ArtifactSource, FetchError};
 const FIRST_POLL: Duration = Duration::from_secs(2);
 const MAX_POLL: Duration = Duration::from_secs(30);
 
-/// The run `id`, asked again (ever less often, and never past the deadline) until it has
-/// completed or `deadline` has passed.
+/// `run` (as just fetched), asked again (ever less often, and never past the deadline) until
+/// it has completed or `deadline` has passed.
 pub(crate) async fn until_completed(
     source: &dyn ArtifactSource,
     repo: &str,
-    id: u64,
+    mut run: Run,
     deadline: Instant,
 ) -> Result<Run, FetchError> {
     let mut pause = FIRST_POLL;
     loop {
-        let run = source.run(repo, id).await?;
         let now = Instant::now();
         if run.status == "completed" || now >= deadline {
             return Ok(run);
         }
-        tracing::info!(run = id, status = %run.status, "waiting for the run to complete");
+        tracing::info!(run = run.id, status = %run.status, "waiting for the run to complete");
         tokio::time::sleep(pause.min(deadline - now)).await;
         pause = (pause * 2).min(MAX_POLL);
+        run = source.run(repo, run.id).await?;
     }
 }

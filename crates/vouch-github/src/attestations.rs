@@ -51,6 +51,14 @@ pub struct StoredAttestation {
     pub bundle: Result<Value, String>,
 }
 
+/// One page of an attestation listing.
+#[derive(Clone, Debug)]
+pub struct AttestationPage {
+    pub entries: Vec<StoredAttestation>,
+    /// The next page, for [`GithubClient::attestation_page`]; `None` on the last.
+    pub next: Option<String>,
+}
+
 #[derive(Deserialize)]
 struct Entry {
     #[serde(default)]
@@ -145,33 +153,68 @@ impl GithubClient {
         })
     }
 
-    /// Every attestation `repo` holds for `digest` (`sha256:<hex>`), following pages. None
-    /// recorded (an empty list or 404) is an empty result, not an error.
+    /// Every attestation `repo` holds for `digest` (`sha256:<hex>`), following pages (at most
+    /// [`MAX_PAGES`]). None recorded (an empty list or 404) is an empty result, not an error.
     pub async fn attestations(
         &self,
         repo: &str,
         digest: &str,
         predicate_type: Option<&str>,
     ) -> Result<Vec<StoredAttestation>, GithubError> {
-        check_digest(digest)?;
-        let mut url = format!(
-            "{}/repos/{repo}/attestations/{digest}?per_page=100",
-            self.api
-        );
-        if let Some(p) = predicate_type {
-            url.push_str(&format!("&predicate_type={}", crate::urlencode(p)));
+        let mut out: Vec<StoredAttestation> = Vec::new();
+        let mut next = None;
+        for _ in 0..MAX_PAGES {
+            let page = self
+                .attestation_page(repo, digest, predicate_type, next.as_deref(), out.len())
+                .await?;
+            out.extend(page.entries);
+            match page.next {
+                Some(n) => next = Some(n),
+                None => break,
+            }
         }
-        let entries = match self.list(url, Some("attestations")).await {
-            Ok(e) => e,
-            Err(GithubError::Status { status: 404, .. }) => Vec::new(),
+        Ok(out)
+    }
+
+    /// One page of what `repo` holds for `digest` (`sha256:<hex>`): the first with `next`
+    /// `None`, else the page `next` (an [`AttestationPage::next`]) names. `predicate_type` is
+    /// sent as the API's `predicate_type` filter, so entries of other types (a flood of them)
+    /// take no room in the pages; it is a filter, not a check, and callers still verify the
+    /// type. Entries are numbered from `first_index`. None recorded (an empty list or 404) is
+    /// an empty last page.
+    pub async fn attestation_page(
+        &self,
+        repo: &str,
+        digest: &str,
+        predicate_type: Option<&str>,
+        next: Option<&str>,
+        first_index: usize,
+    ) -> Result<AttestationPage, GithubError> {
+        check_digest(digest)?;
+        let url = match next {
+            Some(n) => n.to_owned(),
+            None => {
+                let mut url = format!(
+                    "{}/repos/{repo}/attestations/{digest}?per_page=100",
+                    self.api
+                );
+                if let Some(p) = predicate_type {
+                    url.push_str(&format!("&predicate_type={}", crate::urlencode(p)));
+                }
+                url
+            }
+        };
+        let (entries, next) = match self.page(&url, Some("attestations")).await {
+            Ok(page) => page,
+            Err(GithubError::Status { status: 404, .. }) => (Vec::new(), None),
             Err(e) => return Err(e),
         };
         let mut out = Vec::with_capacity(entries.len());
-        for (index, (entry, page)) in entries.into_iter().enumerate() {
-            let entry: Entry = parse(entry, || page)?;
-            out.push(self.resolve(index, entry).await);
+        for (n, entry) in entries.into_iter().enumerate() {
+            let entry: Entry = parse(entry, || redact(&url))?;
+            out.push(self.resolve(first_index + n, entry).await);
         }
-        Ok(out)
+        Ok(AttestationPage { entries: out, next })
     }
 
     /// The attestations of every digest in `digests` across the repositories of `owner` that

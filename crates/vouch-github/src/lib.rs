@@ -19,7 +19,7 @@ use serde_json::Value;
 use vouch_http::{HttpError, Redirects};
 
 pub use attestations::{
-    BULK_MAX_DIGESTS, BundleOrigin, StoredAttestation, check_digest, decode_blob,
+    AttestationPage, BULK_MAX_DIGESTS, BundleOrigin, StoredAttestation, check_digest, decode_blob,
 };
 pub use models::{
     Artifact, Owner, PullEnd, PullRequest, PullRequestRef, Repository, Run, RunRef, Workflow,
@@ -181,31 +181,41 @@ impl GithubClient {
         let mut url = first;
         let mut out = Vec::new();
         for _ in 0..MAX_PAGES {
-            let (v, next) = self.get_json(&url).await?;
-            let items = match key {
-                Some(k) => &v[k],
-                None => &v,
-            };
-            let Some(items) = items.as_array() else {
-                return Err(GithubError::Protocol {
-                    url: redact(&url),
-                    reason: format!("the answer holds no array {}", key.unwrap_or("")),
-                });
-            };
-            out.extend(items.iter().map(|i| (i.clone(), url.clone())));
+            let (items, next) = self.page(&url, key).await?;
+            out.extend(items.into_iter().map(|i| (i, url.clone())));
             match next {
-                // The token goes with the request: follow only links on the API's own origin.
-                Some(n) if same_origin(&n, &self.api) => url = n,
-                Some(n) => {
-                    return Err(GithubError::Protocol {
-                        url: redact(&url),
-                        reason: format!("next page {} is not on the API host", redact(&n)),
-                    });
-                }
+                Some(n) => url = n,
                 None => break,
             }
         }
         Ok(out)
+    }
+
+    /// One page of a listing: its entries, and the next page's URL when there is one.
+    async fn page(
+        &self,
+        url: &str,
+        key: Option<&str>,
+    ) -> Result<(Vec<Value>, Option<String>), GithubError> {
+        let (mut v, next) = self.get_json(url).await?;
+        let items = match key {
+            Some(k) => v[k].take(),
+            None => v,
+        };
+        let Value::Array(items) = items else {
+            return Err(GithubError::Protocol {
+                url: redact(url),
+                reason: format!("the answer holds no array {}", key.unwrap_or("")),
+            });
+        };
+        match next {
+            // The token goes with the request: follow only links on the API's own origin.
+            Some(n) if !same_origin(&n, &self.api) => Err(GithubError::Protocol {
+                url: redact(url),
+                reason: format!("next page {} is not on the API host", redact(&n)),
+            }),
+            next => Ok((items, next)),
+        }
     }
 
     /// All artifacts with exactly this name. Entries of other names are skipped unread; a

@@ -4,7 +4,11 @@
 //! pull request still points at the tested head and base.
 //!
 //! - `flexci`: what CuPy's dispatcher sends FlexCI (the recorded event re-serialised, the
-//!   `/test` targets, HMAC-signed with `FLEXCI_WEBHOOK_SECRET`): `vouch dispatch flexci`.
+//!   `/test` targets, HMAC-signed with `FLEXCI_WEBHOOK_SECRET`): `vouch dispatch flexci`. For a
+//!   pull request the event is `$RUNNER_TEMP/request/event.json`, and `request.json` beside it
+//!   (both written by the re-check just before) names the head the signer vouched for: the
+//!   command appends it to the body as `vouch.commit`, so the farm can refuse a checkout of a
+//!   head pushed after that re-check.
 //! - `repository`: a `repository_dispatch` to `vars.VOUCH_TEST_FARM_REPO` with a GitHub App
 //!   token: `vouch dispatch repository`. The payload is a hint; the farm verifies.
 //! - `none`.

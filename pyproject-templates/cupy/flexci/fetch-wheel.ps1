@@ -17,6 +17,12 @@
 # The wheel is installed by its verified sha256 with --no-deps; its requirements (base, `all`
 # and `test`) follow in a second pip call from the package index, which vouch reports but
 # does not verify.
+#
+# Before vouch runs, the checkout (VOUCH_CHECKOUT, default: this script's repository root,
+# with its .git) is checked against the commit the job names, and against
+# VOUCH_DISPATCHED_COMMIT (the commit vouch's dispatch vouched for) when FlexCI passes it on.
+# vouch itself is installed into a directory of this job's own, never reused from a cache
+# another job's pull-request code could have written.
 Param(
     [Parameter(Mandatory = $true)][String]$cuda,
     [String]$python = "python",
@@ -36,6 +42,10 @@ $VouchGitRev = "31dd652a6b4d6555dab00bba7326b18dae1f2c9e"
 # them). vouch-build has no release yet, so this route refuses to run until filled.
 $VouchPypiVersion = "0.1.0"
 $VouchPypiHashes = @()
+# VOUCH_INSTALL=preinstalled: the sha256 of the reviewed vouch.exe baked into the image. Empty
+# trusts whatever `vouch` PATH finds; set it (here, or in the FlexCI project's environment)
+# wherever a directory on PATH outlives a job.
+$VouchPreinstalledSha256 = "$Env:VOUCH_PREINSTALLED_SHA256"
 # ------------------------------------------------------------------------------------------
 $Repo = "cupy/cupy"
 $Extras = "all,test"
@@ -55,7 +65,37 @@ Remove-Item Env:CUPY_CI_GITHUB_TOKEN
 Remove-Item Env:GH_TOKEN -ErrorAction SilentlyContinue
 Remove-Item Env:GITHUB_TOKEN -ErrorAction SilentlyContinue
 
+# This job's own directory: vouch is installed and run from here, nowhere another job wrote.
+$private = Join-Path ([System.IO.Path]::GetTempPath()) ("vouch-job-" + [System.Guid]::NewGuid().ToString("N"))
+New-Item -ItemType Directory -Path $private | Out-Null
+
 try {
+    # The commit under test: what the job names, and what the checkout is (for a pull request
+    # FlexCI checks out refs/pull/<N>/merge, whose second parent is the head). Keep in step
+    # with fetch-wheel.sh and check-checkout.sh.
+    $jobCommit = if ($Env:FLEXCI_REFERENCE_COMMIT_ID) { $Env:FLEXCI_REFERENCE_COMMIT_ID } else { "$Env:FLEXCI_COMMIT_ID" }
+    if ($jobCommit -cnotmatch '^[0-9a-f]{40}$') {
+        throw "neither FLEXCI_REFERENCE_COMMIT_ID nor FLEXCI_COMMIT_ID names a full commit ('$jobCommit')"
+    }
+    $checkout = if ($Env:VOUCH_CHECKOUT) { $Env:VOUCH_CHECKOUT } else { (Resolve-Path (Join-Path $PSScriptRoot "..\..")).Path }
+    $parents = (& git -C $checkout rev-list --parents -n 1 HEAD 2>$null)
+    if ($LASTEXITCODE -ne 0 -or -not $parents) {
+        throw "$checkout is not a git checkout, so it cannot be checked against $jobCommit; keep its .git (config.pbtxt: checkout_strategy { include_dot_git: true })"
+    }
+    $parents = "$parents".Trim().Split(" ")
+    # A pull request's job checks out GitHub's refs/pull/<N>/merge: the head is its second
+    # parent. A push job's commit is HEAD itself, merge commit or not.
+    $checkoutCommit = $parents[0]
+    if ("$Env:FLEXCI_BRANCH" -match '^refs/pull/' -and $checkoutCommit -cne $jobCommit -and $parents.Count -eq 3) {
+        $checkoutCommit = $parents[2]
+    }
+    if ($checkoutCommit -cne $jobCommit) {
+        throw "the checkout $checkout is at $checkoutCommit, not at the commit the job names, ${jobCommit}: the tests would not be the vouched code's"
+    }
+    if ($Env:VOUCH_DISPATCHED_COMMIT -and $Env:VOUCH_DISPATCHED_COMMIT -cne $jobCommit) {
+        throw "the checkout is at $jobCommit, but the dispatch vouched for ${Env:VOUCH_DISPATCHED_COMMIT}: the pull request moved after it was vouched for"
+    }
+
     # The Python the wheel is for: X.Y, with `t` for a free-threaded build.
     $pyVer = (& $python -c "import sys, sysconfig; print('%d.%d%s' % (sys.version_info[0], sys.version_info[1], 't' if sysconfig.get_config_var('Py_GIL_DISABLED') else ''))").Trim()
     if ($LASTEXITCODE -ne 0) { throw "$python could not tell its version" }
@@ -70,54 +110,76 @@ try {
         $buildEvent = @("--event", "push")
     }
 
+    # Every route ends with vouch.exe in $private, and runs that copy: a binary anywhere a
+    # job's pull-request code can write (a cache shared between jobs) could be a trojan an
+    # earlier job left there, which would then "verify" anything for every later job.
+    $vouchExe = Join-Path $private "vouch.exe"
     switch ($VouchInstall) {
         "source" {
             if (-not (Get-Command cargo -ErrorAction SilentlyContinue)) {
                 throw "VOUCH_INSTALL=source needs cargo (a Rust toolchain) on PATH"
             }
             if ($VouchGitRev -notmatch '^[0-9a-f]{40}$') { throw "VouchGitRev '$VouchGitRev' is not a full commit" }
-            # One directory per commit: a later job on the same machine reuses the build.
-            $root = Join-Path $Env:LOCALAPPDATA "vouch-bin\$VouchGitRev"
-            if (-not (Test-Path (Join-Path $root "bin\vouch.exe"))) {
-                & cargo install --locked --git $VouchGitUrl --rev $VouchGitRev --root $root vouch
-                if ($LASTEXITCODE -ne 0) { throw "cargo install of vouch $VouchGitRev failed" }
+            # Built for this job alone, with a private CARGO_HOME: cargo checks crates against
+            # Cargo.lock as it downloads them, but reuses extracted sources and reads config
+            # from CARGO_HOME unchecked.
+            foreach ($v in @("RUSTC", "RUSTC_WRAPPER", "RUSTC_WORKSPACE_WRAPPER", "RUSTFLAGS", "CARGO_ENCODED_RUSTFLAGS", "CARGO_BUILD_RUSTC_WRAPPER", "CARGO_TARGET_DIR")) {
+                Remove-Item "Env:$v" -ErrorAction SilentlyContinue
             }
-            $Env:PATH = "$(Join-Path $root 'bin');$Env:PATH"
+            $savedCargoHome = $Env:CARGO_HOME
+            $Env:CARGO_HOME = Join-Path $private "cargo-home"
+            try {
+                & cargo install --locked --git $VouchGitUrl --rev $VouchGitRev --root (Join-Path $private "vouch-root") --target-dir (Join-Path $private "vouch-target") vouch
+                if ($LASTEXITCODE -ne 0) { throw "cargo install of vouch $VouchGitRev failed" }
+            } finally {
+                $Env:CARGO_HOME = $savedCargoHome
+            }
+            Copy-Item (Join-Path $private "vouch-root\bin\vouch.exe") $vouchExe
         }
         "pypi" {
             if ($VouchPypiHashes.Count -eq 0) {
                 throw "VOUCH_INSTALL=pypi: no wheel hashes are pinned for vouch-build $VouchPypiVersion (no release yet); use VOUCH_INSTALL=source"
             }
-            $venv = Join-Path $Env:TEMP "vouch-venv-$VouchPypiVersion"
-            $req = Join-Path $Env:TEMP "vouch-requirements.txt"
+            $venv = Join-Path $private "vouch-venv"
+            $req = Join-Path $private "vouch-requirements.txt"
             $line = "vouch-build==$VouchPypiVersion" + (($VouchPypiHashes | ForEach-Object { " --hash=$_" }) -join "")
             Set-Content -Path $req -Value $line
             & $python -m venv $venv
             if ($LASTEXITCODE -ne 0) { throw "creating the venv for vouch failed" }
             & (Join-Path $venv "Scripts\python.exe") -m pip install --quiet --no-deps --require-hashes -r $req
             if ($LASTEXITCODE -ne 0) { throw "pip install of vouch-build $VouchPypiVersion failed" }
-            $Env:PATH = "$(Join-Path $venv 'Scripts');$Env:PATH"
+            Copy-Item (Join-Path $venv "Scripts\vouch.exe") $vouchExe
         }
         "preinstalled" {
-            if (-not (Get-Command vouch -ErrorAction SilentlyContinue)) {
+            $found = Get-Command vouch -CommandType Application -ErrorAction SilentlyContinue | Select-Object -First 1
+            if (-not $found) {
                 throw "VOUCH_INSTALL=preinstalled, but there is no vouch on PATH"
+            }
+            # Copied first, then hashed and run: the bytes checked are the bytes that run.
+            Copy-Item $found.Source $vouchExe
+            if ($VouchPreinstalledSha256) {
+                $got = (Get-FileHash -Algorithm SHA256 $vouchExe).Hash.ToLowerInvariant()
+                if ($got -cne $VouchPreinstalledSha256) {
+                    throw "$($found.Source) has sha256 $got, not the pinned VOUCH_PREINSTALLED_SHA256 ${VouchPreinstalledSha256}: refusing to verify with it"
+                }
             }
         }
         default { throw "VOUCH_INSTALL='$VouchInstall': expected source, pypi or preinstalled" }
     }
-    & vouch --version
+    & $vouchExe --version
     if ($LASTEXITCODE -ne 0) { throw "vouch does not run" }
 
-    $cmd = @("install", "--from-flexci", "--repo", $Repo) + $buildEvent + @(
+    $cmd = @("install", "--from-flexci", "--repo", $Repo) + $buildEvent + @("--sha", $jobCommit,
         "--dist", "cupy-cuda${cudaMajor}x", "--python-version", $pyVer, "--platform", "win-64",
         "--python", $python, "--extras", $Extras, "--token-file", $tokenFile.FullName,
         "--github-attestations", $Repo
     ) + $VouchArgs
     if ($PipArgs.Count -gt 0) { $cmd += @("--") + $PipArgs }
-    Write-Host "+ vouch $($cmd -join ' ')"
-    & vouch @cmd
+    Write-Host "+ $vouchExe $($cmd -join ' ')"
+    & $vouchExe @cmd
     $status = $LASTEXITCODE
 } finally {
     Remove-Item $tokenFile.FullName -ErrorAction SilentlyContinue
+    Remove-Item -Recurse -Force $private -ErrorAction SilentlyContinue
 }
 if ($status -ne 0) { throw "vouch install failed with exit status $status (see vouch's exit-code table)" }

@@ -17,6 +17,12 @@
 # The wheel is installed by its verified sha256 with --no-deps; its requirements (base and
 # `test`) follow in a second pip call from the package index, which vouch reports but does
 # not verify.
+#
+# Before vouch runs, the checkout is checked against the commit the job names (and against
+# VOUCH_DISPATCHED_COMMIT, the commit vouch's dispatch vouched for, when FlexCI passes it on):
+# the tests that run next come from the checkout, and must be of the commit whose signed wheel
+# is installed. The checkout is VOUCH_CHECKOUT (default: this script's repository root) and
+# needs its .git (config.pbtxt: checkout_strategy { include_dot_git: true }).
 set -euo pipefail
 
 # ---- Pinned. Change only after reviewing the new vouch commit or release. ----------------
@@ -28,6 +34,10 @@ VOUCH_GIT_REV="31dd652a6b4d6555dab00bba7326b18dae1f2c9e"
 # platform's). vouch-build has no release yet, so this route refuses to run until filled.
 VOUCH_PYPI_VERSION="0.1.0"
 VOUCH_PYPI_HASHES=()
+# VOUCH_INSTALL=preinstalled: the sha256 of the reviewed vouch binary baked into the image.
+# Empty trusts whatever `vouch` PATH finds; set it (here, or in the FlexCI project's
+# environment) wherever a directory on PATH outlives a job.
+VOUCH_PREINSTALLED_SHA256="${VOUCH_PREINSTALLED_SHA256:-}"
 # ------------------------------------------------------------------------------------------
 REPO="cupy/cupy"
 EXTRAS="test"
@@ -91,20 +101,53 @@ else
     event=(--event push)
 fi
 
+# The commit under test: what the job names, and what the checkout is. Keep this in step with
+# check-checkout.sh, which makes the same check before any of the repository's scripts run.
+job_commit="${FLEXCI_REFERENCE_COMMIT_ID:-${FLEXCI_COMMIT_ID:-}}"
+[[ "${job_commit}" =~ ^[0-9a-f]{40}$ ]] ||
+    die "neither FLEXCI_REFERENCE_COMMIT_ID nor FLEXCI_COMMIT_ID names a full commit (${job_commit@Q})"
+checkout="${VOUCH_CHECKOUT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../../../.." && pwd)}"
+parents="$(git -C "${checkout}" rev-list --parents -n 1 HEAD 2>/dev/null)" ||
+    die "${checkout} is not a git checkout, so it cannot be checked against ${job_commit}; keep its .git (config.pbtxt: checkout_strategy { include_dot_git: true })"
+read -r -a parents <<<"${parents}"
+checkout_commit="${parents[0]}"
+# A pull request's job checks out GitHub's refs/pull/<N>/merge: the head is its second parent.
+# A push job's commit is HEAD itself, merge commit or not.
+if [[ -n "${pr}" && "${checkout_commit}" != "${job_commit}" ]] && ((${#parents[@]} == 3)); then
+    checkout_commit="${parents[2]}"
+fi
+[[ "${checkout_commit}" == "${job_commit}" ]] ||
+    die "the checkout ${checkout} is at ${checkout_commit}, not at the commit the job names, ${job_commit}: the tests would not be the vouched code's"
+if [[ -n "${VOUCH_DISPATCHED_COMMIT:-}" && "${VOUCH_DISPATCHED_COMMIT}" != "${job_commit}" ]]; then
+    die "the checkout is at ${job_commit}, but the dispatch vouched for ${VOUCH_DISPATCHED_COMMIT}: the pull request moved after it was vouched for"
+fi
+
+# Every route ends with vouch in ${private_dir}, which only this job can write, and runs that
+# copy: a binary anywhere a job's pull-request code can write (a cache shared between jobs,
+# ~/.cargo/bin) could be a trojan left there by an earlier job, which would then "verify"
+# whatever it liked for every later one.
+vouch_bin="${private_dir}/bin/vouch"
 install_vouch() {
+    mkdir -p "${private_dir}/bin"
     case "${VOUCH_INSTALL}" in
         source)
             command -v cargo >/dev/null ||
                 die "VOUCH_INSTALL=source needs cargo (a Rust toolchain) on PATH"
             [[ "${VOUCH_GIT_REV}" =~ ^[0-9a-f]{40}$ ]] ||
                 die "VOUCH_GIT_REV ${VOUCH_GIT_REV@Q} is not a full commit"
-            # One directory per commit: a later job on the same machine reuses the build.
-            local root="${XDG_CACHE_HOME:-${HOME}/.cache}/vouch-bin/${VOUCH_GIT_REV}"
-            if [[ ! -x "${root}/bin/vouch" ]]; then
-                cargo install --locked --git "${VOUCH_GIT_URL}" --rev "${VOUCH_GIT_REV}" \
-                    --root "${root}" vouch
-            fi
-            PATH="${root}/bin:${PATH}"
+            # Built for this job alone. A private CARGO_HOME: cargo checks every crate against
+            # Cargo.lock's checksums as it downloads it, but reuses extracted sources (and reads
+            # config) from CARGO_HOME unchecked, so a shared one could be edited by an earlier
+            # job. The variables that would put another program into the build are dropped.
+            (
+                cd "${private_dir}"
+                unset RUSTC RUSTC_WRAPPER RUSTC_WORKSPACE_WRAPPER RUSTFLAGS CARGO_ENCODED_RUSTFLAGS \
+                    CARGO_BUILD_RUSTC_WRAPPER CARGO_TARGET_DIR
+                CARGO_HOME="${private_dir}/cargo-home" \
+                    cargo install --locked --git "${VOUCH_GIT_URL}" --rev "${VOUCH_GIT_REV}" \
+                    --root "${private_dir}/vouch-root" --target-dir "${private_dir}/vouch-target" vouch
+            )
+            cp "${private_dir}/vouch-root/bin/vouch" "${vouch_bin}"
             ;;
         pypi)
             ((${#VOUCH_PYPI_HASHES[@]})) ||
@@ -117,19 +160,30 @@ install_vouch() {
             "${PYTHON}" -m venv "${venv}"
             "${venv}/bin/python" -m pip install --quiet --no-deps --require-hashes \
                 -r "${private_dir}/vouch-requirements.txt"
-            PATH="${venv}/bin:${PATH}"
+            cp "${venv}/bin/vouch" "${vouch_bin}"
             ;;
         preinstalled)
-            command -v vouch >/dev/null ||
+            local found
+            found="$(command -v vouch)" ||
                 die "VOUCH_INSTALL=preinstalled, but there is no vouch on PATH"
+            # Copied first, then hashed and run: the bytes checked are the bytes that run.
+            cp "${found}" "${vouch_bin}"
+            if [[ -n "${VOUCH_PREINSTALLED_SHA256}" ]]; then
+                local got
+                got="$(sha256sum "${vouch_bin}")"
+                got="${got%% *}"
+                [[ "${got}" == "${VOUCH_PREINSTALLED_SHA256}" ]] ||
+                    die "${found} has sha256 ${got}, not the pinned VOUCH_PREINSTALLED_SHA256 ${VOUCH_PREINSTALLED_SHA256}: refusing to verify with it"
+            fi
             ;;
         *) die "VOUCH_INSTALL=${VOUCH_INSTALL@Q}: expected source, pypi or preinstalled" ;;
     esac
-    vouch --version
+    chmod 700 "${vouch_bin}"
+    "${vouch_bin}" --version
 }
 install_vouch
 
-cmd=(vouch install --from-flexci --repo "${REPO}" "${event[@]}"
+cmd=("${vouch_bin}" install --from-flexci --repo "${REPO}" "${event[@]}" --sha "${job_commit}"
     --dist "cupy-cuda${cuda_major}x" --python-version "${py_ver}" --platform "${platform}"
     --python "${PYTHON}" --extras "${EXTRAS}" --token-file "${token_file}"
     --github-attestations "${REPO}" "$@")

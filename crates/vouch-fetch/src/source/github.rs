@@ -3,7 +3,7 @@
 use std::path::Path;
 
 use vouch_github::{
-    Artifact, DEFAULT_API_URL, Download, GithubClient, Repository, Run, StoredAttestation, Workflow,
+    Artifact, AttestationPage, DEFAULT_API_URL, Download, GithubClient, Repository, Run, Workflow,
 };
 
 use super::{ArtifactSource, BoxFuture, SourceInputs, SourceKind};
@@ -68,12 +68,26 @@ impl ArtifactSource for GithubClient {
         })
     }
 
-    fn attestations<'a>(
+    fn attestation_page<'a>(
         &'a self,
         repo: &'a str,
         digest: &'a str,
-    ) -> BoxFuture<'a, Result<Vec<StoredAttestation>, FetchError>> {
-        Box::pin(async move { Ok(GithubClient::attestations(self, repo, digest, None).await?) })
+        predicate_type: &'a str,
+        next: Option<&'a str>,
+        first_index: usize,
+    ) -> BoxFuture<'a, Result<AttestationPage, FetchError>> {
+        Box::pin(async move {
+            let page = GithubClient::attestation_page(
+                self,
+                repo,
+                digest,
+                Some(predicate_type),
+                next,
+                first_index,
+            )
+            .await?;
+            Ok(page)
+        })
     }
 
     fn artifacts_of_runs<'a>(

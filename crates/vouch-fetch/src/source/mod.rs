@@ -14,7 +14,7 @@ use std::str::FromStr;
 
 use secrecy::SecretString;
 use vouch_core::progress::ProgressFn;
-use vouch_github::{Artifact, Download, Repository, Run, StoredAttestation, Workflow};
+use vouch_github::{Artifact, AttestationPage, Download, Repository, Run, Workflow};
 
 use crate::FetchError;
 
@@ -177,14 +177,20 @@ pub trait ArtifactSource: Send + Sync {
         dest: &'a Path,
     ) -> BoxFuture<'a, Result<Download, FetchError>>;
 
-    /// Every attestation GitHub's attestation store of `repo` holds for `digest`
-    /// (`sha256:<hex>`), unverified. A source without such a store says so.
-    fn attestations<'a>(
+    /// One page of the attestations GitHub's attestation store of `repo` holds for `digest`
+    /// (`sha256:<hex>`) of `predicate_type`, unverified: the first when `next` is `None`,
+    /// else the page `next` names; entries numbered from `first_index`. The type is a filter
+    /// for the store to apply where it can, never a check. A source without such a store
+    /// says so.
+    fn attestation_page<'a>(
         &'a self,
         repo: &'a str,
         digest: &'a str,
-    ) -> BoxFuture<'a, Result<Vec<StoredAttestation>, FetchError>> {
-        let _ = (repo, digest);
+        predicate_type: &'a str,
+        next: Option<&'a str>,
+        first_index: usize,
+    ) -> BoxFuture<'a, Result<AttestationPage, FetchError>> {
+        let _ = (repo, digest, predicate_type, next, first_index);
         Box::pin(async { Err(FetchError::NoAttestationStore) })
     }
 
