@@ -257,3 +257,83 @@ fn plain_http_is_refused_off_loopback() {
         r.stderr
     );
 }
+
+/// Issue 31: the cached root is never where trust starts. Someone who can write the cache
+/// replaces the whole repository directory with their own self-signed TUF repository (its
+/// `root.json`, timestamp, snapshot, targets and a `trusted_root.json` naming their CA), keeping
+/// vouch's `refreshed_at` record. The offline load re-verifies from the pinned bootstrap root,
+/// so the planted chain is refused and the attacker's bundle does not verify.
+#[test]
+fn issue31_a_self_signed_root_planted_in_the_cache_is_refused() {
+    let s = Setup::new();
+    assert_eq!(s.update().code, 0);
+    // The attacker's repository: a valid, self-signed chain that verifies the attacker's bundle
+    // when it is trusted from its own root.
+    let attacker = Setup::new();
+    assert_eq!(attacker.update().code, 0);
+    assert_verified_from_cache(&attacker.verify(&[]));
+
+    let ours = s.repo_dir();
+    let theirs = attacker.repo_dir();
+    assert_ne!(
+        std::fs::read(ours.join("root.json")).unwrap(),
+        std::fs::read(theirs.join("root.json")).unwrap()
+    );
+    for entry in std::fs::read_dir(&ours).unwrap() {
+        let path = entry.unwrap().path();
+        if path.file_name().unwrap() == "vouch-refreshed.json" {
+            continue;
+        }
+        if path.is_dir() {
+            std::fs::remove_dir_all(&path).unwrap();
+        } else {
+            std::fs::remove_file(&path).unwrap();
+        }
+    }
+    copy_tree(&theirs, &ours, "vouch-refreshed.json");
+
+    let r = run(s
+        .vouch()
+        .arg("verify")
+        .arg(&attacker.wheel)
+        .arg("--bundle")
+        .arg(&attacker.bundle)
+        .args(["--repo", "cupy/cupy", "--json", "--offline"]));
+    assert_ne!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    assert!(
+        r.stderr
+            .contains("warning: ignoring the refreshed trust root"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.stderr.contains("the cached TUF metadata in") && r.stderr.contains("does not verify"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        !r.stderr
+            .contains("trust root: Sigstore root from the TUF cache"),
+        "{}",
+        r.stderr
+    );
+    let r = run(s.vouch().args(["trust", "status", "--json"]));
+    assert_ne!(r.json()["source"], "tuf-cache", "{}", r.stdout);
+}
+
+/// Copies `from` into `to` (made as needed), leaving out entries named `skip`.
+fn copy_tree(from: &Path, to: &Path, skip: &str) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        if entry.file_name() == skip {
+            continue;
+        }
+        let dest = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_tree(&entry.path(), &dest, skip);
+        } else {
+            std::fs::copy(entry.path(), dest).unwrap();
+        }
+    }
+}
