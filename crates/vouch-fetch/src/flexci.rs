@@ -32,9 +32,11 @@ impl FlexciJob {
     }
 
     /// The commit under test and where it came from; without a FlexCI variable, the checkout's
-    /// HEAD, or its second parent when HEAD is a merge commit (the PR head).
+    /// HEAD, or for a pull request's job its second parent when HEAD is a merge commit (the
+    /// PR head of `refs/pull/<N>/merge`). A push job's merge commit is itself the commit.
     pub fn commit(&self) -> (Option<String>, &'static str) {
         commit_with(
+            self.pr.is_some(),
             |v| std::env::var(v).ok(),
             || {
                 vouch_core::git::output(
@@ -58,6 +60,7 @@ fn detect_with(var: impl Fn(&str) -> Option<String>) -> Option<FlexciJob> {
 }
 
 fn commit_with(
+    pr: bool,
     var: impl Fn(&str) -> Option<String>,
     head_parents: impl FnOnce() -> Option<String>,
 ) -> (Option<String>, &'static str) {
@@ -68,7 +71,7 @@ fn commit_with(
     }
     let head = head_parents().map(|parents| {
         let ids: Vec<&str> = parents.split_whitespace().collect();
-        if ids.len() == 3 { ids[2] } else { ids[0] }.to_owned()
+        if pr && ids.len() == 3 { ids[2] } else { ids[0] }.to_owned()
     });
     (head, "the checkout's HEAD")
 }
@@ -110,6 +113,9 @@ mod tests {
     #[test]
     fn commit_sources() {
         type Want<'a> = (Option<&'a str>, &'a str);
+        // A push job of a merge commit tests that commit, not the branch it merged.
+        let push = commit_with(false, env(&[]), || Some("m base head".to_owned()));
+        assert_eq!(push, (Some("m".to_owned()), "the checkout's HEAD"));
         let cases: &[(Vars, Option<&str>, Want)] = &[
             (
                 &[
@@ -137,7 +143,7 @@ mod tests {
             (&[], None, (None, "the checkout's HEAD")),
         ];
         for (vars, parents, (sha, from)) in cases {
-            let got = commit_with(env(vars), || parents.map(str::to_owned));
+            let got = commit_with(true, env(vars), || parents.map(str::to_owned));
             assert_eq!(got, (sha.map(str::to_owned), *from), "{vars:?} {parents:?}");
         }
     }
