@@ -66,8 +66,8 @@ Remove-Item Env:GH_TOKEN -ErrorAction SilentlyContinue
 Remove-Item Env:GITHUB_TOKEN -ErrorAction SilentlyContinue
 
 # This job's own directory: vouch is installed and run from here, nowhere another job wrote.
-$private = Join-Path ([System.IO.Path]::GetTempPath()) ("vouch-job-" + [System.Guid]::NewGuid().ToString("N"))
-New-Item -ItemType Directory -Path $private | Out-Null
+$jobDir = Join-Path ([System.IO.Path]::GetTempPath()) ("vouch-job-" + [System.Guid]::NewGuid().ToString("N"))
+New-Item -ItemType Directory -Path $jobDir | Out-Null
 
 try {
     # The commit under test: what the job names, and what the checkout is (for a pull request
@@ -78,8 +78,13 @@ try {
         throw "neither FLEXCI_REFERENCE_COMMIT_ID nor FLEXCI_COMMIT_ID names a full commit ('$jobCommit')"
     }
     $checkout = if ($Env:VOUCH_CHECKOUT) { $Env:VOUCH_CHECKOUT } else { (Resolve-Path (Join-Path $PSScriptRoot "..\..")).Path }
+    # git's own complaint is not an error record to stop on: its status decides.
+    $savedPreference = $ErrorActionPreference
+    $ErrorActionPreference = "Continue"
     $parents = (& git -C $checkout rev-list --parents -n 1 HEAD 2>$null)
-    if ($LASTEXITCODE -ne 0 -or -not $parents) {
+    $gitStatus = $LASTEXITCODE
+    $ErrorActionPreference = $savedPreference
+    if ($gitStatus -ne 0 -or -not $parents) {
         throw "$checkout is not a git checkout, so it cannot be checked against $jobCommit; keep its .git (config.pbtxt: checkout_strategy { include_dot_git: true })"
     }
     $parents = "$parents".Trim().Split(" ")
@@ -110,10 +115,10 @@ try {
         $buildEvent = @("--event", "push")
     }
 
-    # Every route ends with vouch.exe in $private, and runs that copy: a binary anywhere a
+    # Every route ends with vouch.exe in $jobDir, and runs that copy: a binary anywhere a
     # job's pull-request code can write (a cache shared between jobs) could be a trojan an
     # earlier job left there, which would then "verify" anything for every later job.
-    $vouchExe = Join-Path $private "vouch.exe"
+    $vouchExe = Join-Path $jobDir "vouch.exe"
     switch ($VouchInstall) {
         "source" {
             if (-not (Get-Command cargo -ErrorAction SilentlyContinue)) {
@@ -127,21 +132,21 @@ try {
                 Remove-Item "Env:$v" -ErrorAction SilentlyContinue
             }
             $savedCargoHome = $Env:CARGO_HOME
-            $Env:CARGO_HOME = Join-Path $private "cargo-home"
+            $Env:CARGO_HOME = Join-Path $jobDir "cargo-home"
             try {
-                & cargo install --locked --git $VouchGitUrl --rev $VouchGitRev --root (Join-Path $private "vouch-root") --target-dir (Join-Path $private "vouch-target") vouch
+                & cargo install --locked --git $VouchGitUrl --rev $VouchGitRev --root (Join-Path $jobDir "vouch-root") --target-dir (Join-Path $jobDir "vouch-target") vouch
                 if ($LASTEXITCODE -ne 0) { throw "cargo install of vouch $VouchGitRev failed" }
             } finally {
                 $Env:CARGO_HOME = $savedCargoHome
             }
-            Copy-Item (Join-Path $private "vouch-root\bin\vouch.exe") $vouchExe
+            Copy-Item (Join-Path $jobDir "vouch-root\bin\vouch.exe") $vouchExe
         }
         "pypi" {
             if ($VouchPypiHashes.Count -eq 0) {
                 throw "VOUCH_INSTALL=pypi: no wheel hashes are pinned for vouch-build $VouchPypiVersion (no release yet); use VOUCH_INSTALL=source"
             }
-            $venv = Join-Path $private "vouch-venv"
-            $req = Join-Path $private "vouch-requirements.txt"
+            $venv = Join-Path $jobDir "vouch-venv"
+            $req = Join-Path $jobDir "vouch-requirements.txt"
             $line = "vouch-build==$VouchPypiVersion" + (($VouchPypiHashes | ForEach-Object { " --hash=$_" }) -join "")
             Set-Content -Path $req -Value $line
             & $python -m venv $venv
@@ -180,6 +185,6 @@ try {
     $status = $LASTEXITCODE
 } finally {
     Remove-Item $tokenFile.FullName -ErrorAction SilentlyContinue
-    Remove-Item -Recurse -Force $private -ErrorAction SilentlyContinue
+    Remove-Item -Recurse -Force $jobDir -ErrorAction SilentlyContinue
 }
 if ($status -ne 0) { throw "vouch install failed with exit status $status (see vouch's exit-code table)" }
