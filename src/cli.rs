@@ -746,6 +746,9 @@ pub struct PolicyArgs {
     #[arg(long, short = 'R', value_name = "OWNER/NAME")]
     pub repo: Option<String>,
     /// The organization or user whose repository must have signed (OID .1.12 names one of
+    /// A new head is pushed after the comment, before the record job reads the pull request.
+    #[arg(long)]
+    pub pushed_after_comment: bool,
     /// theirs), as gh's `--owner`. Alone it accepts a build by any of the owner's repositories;
     /// `verify` without other evidence then looks the digest up in the owner's attestation
     /// store.

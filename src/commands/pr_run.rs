@@ -56,7 +56,12 @@ fn describe(p: &Pinned) {
         req.recorded_by_run
     ));
     for s in &p.skipped {
-        output::annotate_warning(&format!("not signed: {}: {}", s.artifact, s.reason));
+        // The name is the pull request's choice: escaped, it cannot become a workflow command.
+        output::annotate_warning(&format!(
+            "not signed: {}: {}",
+            vouch_prrun::log_safe(&s.artifact),
+            s.reason
+        ));
     }
 }
 

@@ -47,6 +47,7 @@ fn explain(args: &ExplainArgs) -> anyhow::Result<ExitCode> {
         .or_else(|| (args.event == "issue_comment").then(|| "/test".to_owned()));
     scenario.git_ref = args.git_ref.clone();
     scenario.previously_tested = args.previously_tested;
+    scenario.pushed_after_comment = args.pushed_after_comment;
     let x = vouch_workflows::explain::explain(&files, &scenario)?;
     if args.common.json() {
         output::data(serde_json::to_string_pretty(&x)?);
@@ -105,14 +106,20 @@ pub fn run(cmd: WorkflowsCommand) -> anyhow::Result<ExitCode> {
                 output::note(format!("  secrets.{name} ({home}): {why}"));
             }
             output::note(format!(
-                "limit the environment {} to these deployment refs: {}",
+                "limit the environment {} to these deployment refs: {}; {}",
                 vouch_workflows::TRUSTED_ENVIRONMENT,
-                vouch_workflows::TRUSTED_REFS.join(", ")
+                vouch_workflows::TRUSTED_REFS.join(", "),
+                vouch_workflows::TRUSTED_REFS_RULESET
             ));
             output::note(format!(
-                "require the commit status `{}` (posted from the default branch); create the label `{}`",
+                "require the commit status `{}` (posted from the default branch); {}",
                 vouch_workflows::REQUIRED_STATUS,
-                vouch_workflows::TRIGGER_LABEL
+                vouch_workflows::REQUIRED_STATUS_SOURCE
+            ));
+            output::note(format!(
+                "create the label `{}`; maintainers ask for a build with `/test <targets> @<sha>` (at least {} hex digits of the head they reviewed)",
+                vouch_workflows::TRIGGER_LABEL,
+                vouch_workflows::MIN_NAMED_DIGITS
             ));
             Ok(ExitCode::SUCCESS)
         }

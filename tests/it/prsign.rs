@@ -134,7 +134,58 @@ impl World {
             ],
         );
         w.write(&format!("pulls/{PR}.json"), pull_json(PR, HEAD, "main"));
+        w.write(
+            "permissions/maintainer.json",
+            json!({ "permission": "write", "role_name": "maintain" }),
+        );
         w
+    }
+
+    /// Replaces the request's recorded event with one whose comment says `body`.
+    fn set_comment(&self, body: &str) {
+        let event = json!({
+            "action": "created",
+            "issue": { "number": PR, "pull_request": {} },
+            "comment": { "id": 99, "body": body, "author_association": "MEMBER",
+                         "user": { "login": "maintainer" } },
+        });
+        self.put_artifact(
+            REQUEST_ARTIFACT,
+            &format!("vouch-request-{PR}-{HEAD}"),
+            trusted_run(REQUEST_RUN),
+            &[
+                ("event.json", event.to_string().into_bytes()),
+                ("request.json", request_json(PR).to_string().into_bytes()),
+            ],
+        );
+    }
+
+    /// A second build run `id` of the build workflow at HEAD (same PR, same request), whose
+    /// `unsigned-<artifact>` (artifact `artifact_id`) holds other bytes.
+    fn second_build(&self, id: u64, artifact_id: u64) {
+        self.write(
+            &format!("runs/{id}.json"),
+            run_json(
+                id,
+                BUILD_WF,
+                "vouch-build.yml",
+                "pull_request",
+                HEAD,
+                "feature",
+                FORK,
+            ),
+        );
+        let data = b"another build of the same head".to_vec();
+        let record = build_record(&self.wheel, &data);
+        self.put_artifact(
+            artifact_id,
+            &format!("unsigned-{}", self.artifact()),
+            fork_run(id),
+            &[
+                (&self.wheel, data),
+                (&format!("{}.build.json", self.wheel), record),
+            ],
+        );
     }
 
     /// `<dist>-py<X.Y>-linux-64-pr7-<HEAD>`.
@@ -183,7 +234,8 @@ impl World {
         let event = json!({
             "action": "created",
             "issue": { "number": pr, "pull_request": {} },
-            "comment": { "id": 99, "body": "/test mini", "author_association": "MEMBER" },
+            "comment": { "id": 99, "body": format!("/test mini @{HEAD}"),
+                         "author_association": "MEMBER", "user": { "login": "maintainer" } },
         });
         self.put_artifact(
             id,
@@ -369,6 +421,8 @@ fn run_json(
     json!({
         "id": id, "workflow_id": workflow_id, "path": format!(".github/workflows/{file}"),
         "event": event, "status": "completed", "conclusion": "success", "run_attempt": 1,
+        // After every artifact's (10:MM): a build run is created after its request.
+        "created_at": format!("2026-08-20T11:{:02}:00Z", id % 60),
         "head_sha": head_sha, "head_branch": head_branch,
         "repository": repo_json(REPO, REPO_ID, false),
         "head_repository": repo_json(head_repo, head_id, head_repo != REPO),
@@ -494,7 +548,7 @@ fn fork_pr_build_is_signed_by_the_signer_and_installed_on_flexci() {
     let event: Value =
         serde_json::from_str(&std::fs::read_to_string(request.join("event.json")).unwrap())
             .unwrap();
-    assert_eq!(event["comment"]["body"], "/test mini");
+    assert_eq!(event["comment"]["body"], format!("/test mini @{HEAD}"));
 
     // vouch-sign.yml, job `sign` (one per matrix entry), then its upload.
     let signed = w.sign(&gh);
@@ -1310,4 +1364,174 @@ fn pr_build_bundles_are_recorded_in_the_attestation_store() {
     );
     assert_eq!(recorded[0].digests, vec![wheel_digest]);
     assert_eq!(r.json()["github_attestation"]["id"], 1);
+}
+
+// ------------------------------------------------------------------ issue 31: the vouch chain
+
+/// `vouch pr-run pin` as the sign workflow's pin job runs it, in GitHub Actions.
+fn pin_in_actions(w: &World, gh: &FakeGithub, run_id: u64) -> Run {
+    let mut cmd = vouch();
+    cmd.env_clear()
+        .args(["pr-run", "pin", "--repo", REPO, "--run-id"])
+        .arg(run_id.to_string())
+        .args(["--api-url", &gh.url, "--token-file"])
+        .arg(w.token_file());
+    in_actions(
+        &mut cmd,
+        &sign_claims(SIGN_RUN, "refs/heads/main", "workflow_run"),
+    );
+    run(&mut cmd)
+}
+
+/// Each link of issue 31 the signer holds, one world per case: every one of these was signed
+/// before (the pin passed). Snapshotted with the reason a maintainer reads.
+#[test]
+fn issue_31_the_signer_refuses() {
+    type Edit = fn(&World);
+    let cases: &[(&str, Edit)] = &[
+        // 1: the request is for the head the comment named, never a later one.
+        ("the comment names no commit", |w| {
+            w.set_comment("/test mini")
+        }),
+        ("the comment names another head", |w| {
+            w.set_comment(&format!("/test mini @{}", &MOVED[..16]))
+        }),
+        ("the comment names seven digits of the head", |w| {
+            w.set_comment(&format!("/test mini @{}", &HEAD[..7]))
+        }),
+        ("the event is another comment's", |w| {
+            let mut req = request_json(PR);
+            req["comment_id"] = 98.into();
+            w.put_request(REQUEST_ARTIFACT, PR, &req, trusted_run(REQUEST_RUN));
+        }),
+        // 2: one request, one build.
+        ("the build run was created before the request", |w| {
+            w.edit(&format!("runs/{BUILD_RUN}.json"), |r| {
+                r["created_at"] = "2026-08-20T10:20:59Z".into()
+            })
+        }),
+        (
+            "an earlier run after the same request built the cell",
+            |w| w.second_build(BUILD_RUN - 1, UNSIGNED_ARTIFACT + 100),
+        ),
+        (
+            "an earlier run after the same request is still running",
+            |w| {
+                w.second_build(BUILD_RUN - 1, UNSIGNED_ARTIFACT + 100);
+                w.edit(&format!("runs/{}.json", BUILD_RUN - 1), |r| {
+                    r["status"] = "in_progress".into();
+                    r["conclusion"] = Value::Null;
+                });
+            },
+        ),
+        ("the pull request changes the build workflow", |w| {
+            w.write(
+                &format!("pull-files/{PR}.json"),
+                json!([
+                    { "filename": "cupy/__init__.py", "status": "modified" },
+                    { "filename": ".github/workflows/vouch-build.yml", "status": "modified" },
+                ]),
+            )
+        }),
+        ("the pull request renames the build workflow away", |w| {
+            w.write(
+                &format!("pull-files/{PR}.json"),
+                json!([{ "filename": ".github/workflows/old.yml", "status": "renamed",
+                         "previous_filename": ".github/workflows/vouch-build.yml" }]),
+            )
+        }),
+        // 7a: organization membership is not write access.
+        ("the commenter cannot write to the repository", |w| {
+            w.write(
+                "permissions/maintainer.json",
+                json!({ "permission": "read", "role_name": "triage" }),
+            )
+        }),
+        // The test the issue asks for: any default-branch run of the trigger workflow would
+        // have done; its pull_request_target runs are caused by the pull request's author.
+        (
+            "a request recorded by a pull_request_target run of the trigger",
+            |w| {
+                w.edit(&format!("runs/{REQUEST_RUN}.json"), |r| {
+                    r["event"] = "pull_request_target".into()
+                })
+            },
+        ),
+    ];
+    let runs = cases.iter().map(|(label, edit)| {
+        let w = World::new();
+        edit(&w);
+        let gh = w.github();
+        let (r, out) = w.sign_as(&gh, &w.artifact(), SIGN_RUN, "refs/heads/main");
+        assert!(!out.exists(), "{label}: nothing written");
+        assert_ne!(r.code, 0, "{label}: signed");
+        (*label, r)
+    });
+    insta::assert_snapshot!(
+        "issue_31_the_signer_refuses",
+        snapshot_cases(runs.collect::<Vec<_>>(), &[])
+    );
+}
+
+/// Issue 31 (2): runs 700 and 701 build the same head after one request, with different
+/// wheels. 700 is signed; 701 is refused for the cell 700 built first. A re-run attempt of 700
+/// is still 700 and is signed again (a maintainer retrying a failed cell).
+#[test]
+fn issue_31_one_test_authorises_one_build_of_each_cell() {
+    let w = World::new();
+    w.second_build(BUILD_RUN + 1, UNSIGNED_ARTIFACT + 100);
+    let gh = w.github();
+    w.sign(&gh);
+
+    let r = pin_in_actions(&w, &gh, BUILD_RUN + 1);
+    assert_eq!(r.code, 30, "{}", r.stderr);
+    assert!(
+        r.stderr.contains(&format!(
+            "caused by: every cell it built was built first by another run created after the same request ({}: run {BUILD_RUN}, created after the same request, built it first",
+            w.artifact()
+        )),
+        "{}",
+        r.stderr
+    );
+
+    w.edit(&format!("runs/{BUILD_RUN}.json"), |r| {
+        r["run_attempt"] = 2.into()
+    });
+    w.sign(&gh);
+}
+
+/// Issue 31 (7d): artifact names the pull request chose reach the signer's log only escaped,
+/// so none can become a workflow command (`::add-mask::`, `::warning::`, `%0A` tricks).
+#[test]
+fn issue_31_pr_chosen_names_cannot_become_workflow_commands() {
+    let w = World::new();
+    for (id, name) in [
+        (2101, "unsigned-x\n::add-mask::secret\n".to_owned()),
+        (2102, "unsigned-y\r\n::warning::forged".to_owned()),
+        (2103, "unsigned-z%0A::error::forged".to_owned()),
+        (
+            2104,
+            format!("unsigned-{}\n::set-output name=x::y", w.artifact()),
+        ),
+    ] {
+        w.put_artifact(id, &name, fork_run(BUILD_RUN), &[("f", b"x".to_vec())]);
+    }
+    let gh = w.github();
+    let r = pin_in_actions(&w, &gh, BUILD_RUN);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    for line in r.stdout.lines().chain(r.stderr.lines()) {
+        let command = line.trim_start().starts_with("::") || line.contains("##[");
+        assert!(
+            !command
+                || line.starts_with("::warning title=vouch::")
+                || line.starts_with("::error title=vouch::"),
+            "a line the runner would read as a workflow command: {line:?}\n{}",
+            r.stderr
+        );
+    }
+    assert!(
+        r.stderr.contains("%0A%3A%3Aadd-mask%3A%3Asecret"),
+        "{}",
+        r.stderr
+    );
 }

@@ -22,7 +22,8 @@ pub use attestations::{
     AttestationPage, BULK_MAX_DIGESTS, BundleOrigin, StoredAttestation, check_digest, decode_blob,
 };
 pub use models::{
-    Artifact, Owner, PullEnd, PullRequest, PullRequestRef, Repository, Run, RunRef, Workflow,
+    Artifact, CollaboratorPermission, Owner, PullEnd, PullFile, PullRequest, PullRequestRef,
+    Repository, Run, RunRef, TimedRun, Workflow,
 };
 pub use vouch_http::{Download, ProgressFn, redact};
 
@@ -306,6 +307,59 @@ impl GithubClient {
     pub async fn run(&self, repo: &str, id: u64) -> Result<Run, GithubError> {
         self.get_typed(&format!("/repos/{repo}/actions/runs/{id}"))
             .await
+    }
+
+    /// `GET /repos/{repo}/actions/runs/{id}`, with the time GitHub created the run.
+    pub async fn timed_run(&self, repo: &str, id: u64) -> Result<TimedRun, GithubError> {
+        self.get_typed(&format!("/repos/{repo}/actions/runs/{id}"))
+            .await
+    }
+
+    /// Every run of workflow `workflow_id` under `event` at commit `head_sha`, whatever its
+    /// status, with its creation time (`GET /repos/{repo}/actions/workflows/{id}/runs`).
+    pub async fn all_workflow_runs(
+        &self,
+        repo: &str,
+        workflow_id: u64,
+        event: &str,
+        head_sha: &str,
+    ) -> Result<Vec<TimedRun>, GithubError> {
+        let url = format!(
+            "{}/repos/{repo}/actions/workflows/{workflow_id}/runs?event={}&head_sha={}&per_page=100",
+            self.api,
+            urlencode(event),
+            urlencode(head_sha)
+        );
+        self.list(url, Some("workflow_runs"))
+            .await?
+            .into_iter()
+            .map(|(r, page)| parse(r, || page))
+            .collect()
+    }
+
+    /// `GET /repos/{repo}/pulls/{n}/files`: the files the pull request changes. GitHub lists
+    /// at most 3000; a caller that must see every file treats that many as "maybe more".
+    pub async fn pull_files(&self, repo: &str, n: u64) -> Result<Vec<PullFile>, GithubError> {
+        let url = format!("{}/repos/{repo}/pulls/{n}/files?per_page=100", self.api);
+        self.list(url, None)
+            .await?
+            .into_iter()
+            .map(|(f, page)| parse(f, || page))
+            .collect()
+    }
+
+    /// `GET /repos/{repo}/collaborators/{user}/permission`: what `user` may do in the
+    /// repository itself (organization membership alone gives no write access).
+    pub async fn collaborator_permission(
+        &self,
+        repo: &str,
+        user: &str,
+    ) -> Result<CollaboratorPermission, GithubError> {
+        self.get_typed(&format!(
+            "/repos/{repo}/collaborators/{}/permission",
+            urlencode(user)
+        ))
+        .await
     }
 
     /// Downloads artifact `id`'s zip to `dest` (which must not exist), following the redirect

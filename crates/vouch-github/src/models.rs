@@ -81,6 +81,41 @@ pub struct Run {
     pub pull_requests: Option<Vec<PullRequestRef>>,
 }
 
+/// A run with the time GitHub created it (`GET runs/{id}` and the runs listings). Kept apart
+/// from [`Run`] so the many places that build a `Run` by hand need not change; `created_at`
+/// is set by GitHub when the event is processed and stays the same across re-run attempts.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, Eq)]
+pub struct TimedRun {
+    #[serde(flatten)]
+    pub run: Run,
+    /// RFC 3339, e.g. `2026-08-20T10:21:00Z`.
+    #[serde(default)]
+    pub created_at: Option<String>,
+}
+
+/// One entry of `GET /repos/{repo}/pulls/{n}/files`: a file the pull request changes
+/// (against the merge base), as GitHub computes it.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, Eq)]
+pub struct PullFile {
+    pub filename: String,
+    /// `added`, `removed`, `modified`, `renamed`, `copied`, `changed`, `unchanged`.
+    #[serde(default)]
+    pub status: String,
+    /// For renames: the path the file had before.
+    #[serde(default)]
+    pub previous_filename: Option<String>,
+}
+
+/// `GET /repos/{repo}/collaborators/{user}/permission`.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, Eq)]
+pub struct CollaboratorPermission {
+    /// The legacy base role: `admin`, `write`, `read` or `none` (`maintain` is reported as
+    /// `write`, `triage` as `read`; a custom role as the role it is based on).
+    pub permission: String,
+    #[serde(default)]
+    pub role_name: Option<String>,
+}
+
 /// A repository as runs and pull requests embed it, and as `GET /repos/{repo}` answers.
 #[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
 pub struct Repository {

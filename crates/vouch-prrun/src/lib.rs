@@ -5,9 +5,11 @@
 //! default branch, checking out nothing) and, for one finished build run:
 //! - [`pin`]s it through the GitHub API: the build workflow's successful `pull_request` run of
 //!   this repository; the one open pull request whose `/test` request for the run's head was
-//!   recorded by a default-branch `issue_comment` run of the trigger workflow; that pull
-//!   request, still at that head and base branch; the run's `unsigned-*` artifacts of that PR
-//!   and head;
+//!   recorded by a default-branch `issue_comment` run of the trigger workflow, from a comment
+//!   that named that head (`@<sha>`) by someone who can write to the repository; that pull
+//!   request, still at that head and base branch, not changing the build workflow; the run
+//!   created after the request, and for each cell the first run to build it since; the run's
+//!   `unsigned-*` artifacts of that PR and head;
 //! - [`sign`]s one of those artifacts: downloads it by id, requires exactly one wheel, of the
 //!   artifact's cell, and signs a pr-build statement about that wheel's digest whose claims come
 //!   from the API and the request, with the build's own record only as reported data.
@@ -26,11 +28,45 @@ use vouch_github::{Artifact, GithubClient, GithubError};
 
 pub use pin::{Cell, PinInputs, PinOutcome, Pinned, Skipped, matrix, pin};
 pub use refusal::{Candidate, Refusal};
-pub use request::{REQUEST_SCHEMA, RequestFiles, TestRequest, request_artifact_name};
+pub use request::{
+    MIN_NAMED_DIGITS, MIN_SHA_PREFIX, NamedCommit, REQUEST_SCHEMA, RequestFiles, TestRequest,
+    named_commit, request_artifact_name,
+};
 pub use sign::{SignRequest, Signed, sign};
 
 /// What a PR build names the artifact of one cell: `unsigned-<artifact>`.
 pub const UNSIGNED_PREFIX: &str = "unsigned-";
+
+/// A name the pull request chose (an artifact's), made safe to put in a log line: the runner
+/// reads a line that starts with `::` (or the older `##[`) as a workflow command, on stdout
+/// and stderr alike, so CR and LF (which would start a new line), `%` (GitHub's escape
+/// character) and the `::`/`##[` openers are percent-escaped, as are other control
+/// characters. A name without them is unchanged.
+pub fn log_safe(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    let mut chars = name.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '%' => out.push_str("%25"),
+            ':' if chars.peek() == Some(&':') => {
+                chars.next();
+                out.push_str("%3A%3A");
+            }
+            '#' if chars.peek() == Some(&'#') => {
+                chars.next();
+                out.push_str("%23%23");
+            }
+            c if c.is_control() || c == '\u{2028}' || c == '\u{2029}' => {
+                let mut buf = [0u8; 4];
+                for b in c.encode_utf8(&mut buf).bytes() {
+                    out.push_str(&format!("%{b:02X}"));
+                }
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
 
 #[derive(Debug, thiserror::Error)]
 pub enum PrRunError {
@@ -118,4 +154,29 @@ pub(crate) fn top_level_name<'a>(dir: &Path, file: &'a Path) -> Option<&'a str> 
     (rel.components().count() == 1)
         .then(|| rel.to_str())
         .flatten()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn log_safe_names() {
+        let cases = [
+            (
+                "vouch-sample-py3.11-linux-64-pr7-abc",
+                "vouch-sample-py3.11-linux-64-pr7-abc",
+            ),
+            ("a\n::add-mask::x", "a%0A%3A%3Aadd-mask%3A%3Ax"),
+            ("::error::x", "%3A%3Aerror%3A%3Ax"),
+            (
+                "a\r\n##[set-output name=x]y",
+                "a%0D%0A%23%23[set-output name=x]y",
+            ),
+            ("100%", "100%25"),
+            ("a:b", "a:b"),
+            ("tab\there", "tab%09here"),
+        ];
+        for (name, want) in cases {
+            assert_eq!(super::log_safe(name), want, "{name:?}");
+        }
+    }
 }

@@ -6,11 +6,21 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 use vouch_core::ArtifactName;
-use vouch_github::{Artifact, GithubClient, PullRequest, Run, Workflow};
+use vouch_github::{Artifact, GithubClient, PullFile, PullRequest, Run, TimedRun, Workflow};
 
 use crate::refusal::{Candidate, Refusal};
-use crate::request::{RequestFiles, TestRequest, request_artifact_name};
-use crate::{PrRunError, UNSIGNED_PREFIX};
+use crate::request::{
+    MIN_NAMED_DIGITS, NamedCommit, RequestFiles, TestRequest, named_commit, request_artifact_name,
+};
+use crate::{PrRunError, UNSIGNED_PREFIX, log_safe};
+
+/// The repository permissions (`GET collaborators/{user}/permission`'s `permission`) that may
+/// vouch for a build: `maintain` is reported as `write`, and listed for clarity.
+pub const WRITE_PERMISSIONS: &[&str] = &["admin", "maintain", "write"];
+
+/// Changed files `pull_files` reads at most (its page limit); a pull request listing this
+/// many may change more, the build workflow among them.
+const MAX_PULL_FILES: usize = 2000;
 
 /// What to pin: the build run the signer workflow was started for, and the workflows that may
 /// have built it and recorded its request.
@@ -278,13 +288,16 @@ pub(crate) fn select_cells(unsigned: &[Artifact], pr: u64, sha: &str) -> (Vec<Ce
         let copies = unsigned.iter().filter(|b| b.name == a.name).count();
         if copies > 1 {
             skipped.push(skip(format!(
-                "the run lists {copies} artifacts named {:?}",
-                a.name
+                "the run lists {copies} artifacts named \"{}\"",
+                log_safe(&a.name)
             )));
             continue;
         }
         match artifact.parse::<ArtifactName>() {
-            Err(e) => skipped.push(skip(format!("not an artifact name: {e}"))),
+            Err(e) => skipped.push(skip(format!(
+                "not an artifact name: {}",
+                log_safe(&e.to_string())
+            ))),
             Ok(n) if n.pr != Some(pr) => skipped.push(skip(format!(
                 "named for {}, not #{pr}",
                 n.pr.map_or_else(|| "a push build".to_owned(), |p| format!("#{p}"))
@@ -298,6 +311,180 @@ pub(crate) fn select_cells(unsigned: &[Artifact], pr: u64, sha: &str) -> (Vec<Ce
         }
     }
     (cells, skipped)
+}
+
+/// The recorded event against its request: the `issue_comment` the request says it came from,
+/// whose `/test` line names the recorded head. The trigger refuses to record anything else;
+/// this holds the signer to it even for a record an older trigger wrote.
+pub(crate) fn check_event(req: &TestRequest, event_json: &[u8]) -> Result<(), Refusal> {
+    let pr = req.pr;
+    let ev: Value = serde_json::from_slice(event_json).unwrap_or(Value::Null);
+    let shown = |v: &Value| match v {
+        Value::String(s) => log_safe(s),
+        Value::Null => "null".to_owned(),
+        other => log_safe(&other.to_string()),
+    };
+    let checks: [(&'static str, &Value, String); 4] = [
+        ("action", &ev["action"], "created".to_owned()),
+        ("issue.number", &ev["issue"]["number"], pr.to_string()),
+        (
+            "comment.id",
+            &ev["comment"]["id"],
+            req.comment_id.to_string(),
+        ),
+        (
+            "comment.user.login",
+            &ev["comment"]["user"]["login"],
+            req.author.clone(),
+        ),
+    ];
+    for (field, found, expected) in checks {
+        if shown(found) != expected {
+            return Err(Refusal::EventMismatch {
+                pr,
+                field,
+                found: shown(found),
+                expected,
+            });
+        }
+    }
+    let not_named = |problem: String| {
+        Err(Refusal::CommitNotNamed {
+            pr,
+            comment_id: req.comment_id,
+            problem,
+        })
+    };
+    match named_commit(ev["comment"]["body"].as_str().unwrap_or("")) {
+        NamedCommit::Sha(sha) if req.head_sha.starts_with(&sha) => Ok(()),
+        NamedCommit::Sha(named) => Err(Refusal::NamedOtherCommit {
+            pr,
+            named,
+            head: req.head_sha.clone(),
+        }),
+        NamedCommit::NoTestLine => not_named("has no /test line".into()),
+        NamedCommit::Missing => not_named("names no commit".into()),
+        NamedCommit::TooShort(hex) => not_named(format!(
+            "names @{hex}, {} hex digits: fewer than {MIN_NAMED_DIGITS}, few enough for a pushed commit to be made to match",
+            hex.len()
+        )),
+        NamedCommit::Malformed(word) => not_named(format!(
+            "ends in \"{}\", not @ and 7 to 40 lower-case hex digits",
+            log_safe(&word)
+        )),
+    }
+}
+
+/// The pull request's changed files (GitHub's list, against the merge base): a pull request
+/// that changes the build workflow ran its own copy of it, which may build, upload or trigger
+/// anything, so nothing it built is signed.
+pub(crate) fn check_files(
+    files: &[PullFile],
+    pr: u64,
+    build_workflow: &str,
+) -> Result<(), Refusal> {
+    let path = bare_path(build_workflow);
+    if let Some(f) = files
+        .iter()
+        .find(|f| f.filename == path || f.previous_filename.as_deref() == Some(path))
+    {
+        return Err(Refusal::ChangesBuildWorkflow {
+            pr,
+            path: path.to_owned(),
+            status: log_safe(&f.status),
+        });
+    }
+    if files.len() >= MAX_PULL_FILES {
+        return Err(Refusal::TooManyFiles {
+            pr,
+            count: files.len(),
+        });
+    }
+    Ok(())
+}
+
+/// A time GitHub set, or the refusal that names the missing field.
+fn timestamp(value: Option<&str>, what: &'static str) -> Result<jiff::Timestamp, Refusal> {
+    value
+        .and_then(|t| t.parse::<jiff::Timestamp>().ok())
+        .ok_or(Refusal::Missing { what })
+}
+
+/// The build run against its request: created after the request artifact was uploaded (both
+/// times GitHub's). Returns the two times.
+pub(crate) fn check_created_after(
+    run_created: Option<&str>,
+    request: &Artifact,
+) -> Result<(jiff::Timestamp, jiff::Timestamp), Refusal> {
+    let run_at = timestamp(run_created, "created_at of the build run")?;
+    let request_at = timestamp(
+        request.created_at.as_deref(),
+        "created_at of the request artifact",
+    )?;
+    if run_at <= request_at {
+        return Err(Refusal::RunBeforeRequest {
+            run_created: run_at.to_string(),
+            artifact: request.id,
+            request_created: request_at.to_string(),
+        });
+    }
+    Ok((run_at, request_at))
+}
+
+/// The other build runs at the same head that GitHub created after the request and before
+/// `run` (by creation time, then id): the ones that may have built a cell first. A re-run
+/// attempt keeps its run's id and creation time, so it is `run` itself, never another. One
+/// of them still running refuses: it may yet upload a cell this run also built.
+pub(crate) fn earlier_runs<'a>(
+    all: &'a [TimedRun],
+    run: &Run,
+    run_at: jiff::Timestamp,
+    request_at: jiff::Timestamp,
+) -> Result<Vec<&'a TimedRun>, Refusal> {
+    let mut earlier = Vec::new();
+    for r in all {
+        if r.run.id == run.id || r.run.head_sha != run.head_sha || r.run.event != "pull_request" {
+            continue;
+        }
+        let at = timestamp(r.created_at.as_deref(), "created_at of a build run")?;
+        if at <= request_at || (at, r.run.id) >= (run_at, run.id) {
+            continue;
+        }
+        if r.run.status != "completed" {
+            return Err(Refusal::EarlierRunInFlight {
+                other: r.run.id,
+                created: at.to_string(),
+                status: r.run.status.clone(),
+            });
+        }
+        earlier.push(r);
+    }
+    Ok(earlier)
+}
+
+/// Moves each cell an earlier run (`(id, its unsigned-* names)`) also built to `skipped`: the
+/// request authorised that run's build of it, not this one's.
+pub(crate) fn claim_cells(
+    cells: Vec<Cell>,
+    skipped: &mut Vec<Skipped>,
+    earlier: &[(u64, Vec<String>)],
+) -> Vec<Cell> {
+    let mut kept = Vec::new();
+    for c in cells {
+        match earlier
+            .iter()
+            .find(|(_, names)| names.contains(&c.unsigned.name))
+        {
+            Some((first, _)) => skipped.push(Skipped {
+                reason: format!(
+                    "run {first}, created after the same request, built it first (one /test authorises one build of each cell)"
+                ),
+                artifact: c.artifact,
+            }),
+            None => kept.push(c),
+        }
+    }
+    kept
 }
 
 /// Why a listed request artifact does not count: uploaded by a run of another branch or
@@ -361,19 +548,34 @@ impl Context<'_> {
         });
         let recorded_by = recorded_by.map_err(|r| self.refused(r))?;
         let run = self.gh.run(repo, recorded_by).await?;
-        self.check_request_run(pr, &run)
+        check_request_run(self.trigger, self.inputs, self.default_branch, pr, &run)
             .map_err(|r| self.refused(r))?;
         let files = download_request(self.gh, repo, &artifact).await?;
         Ok(Ok((artifact, files)))
     }
 
-    /// The run that recorded a request: the trigger workflow's `issue_comment` run, of this
-    /// repository's default branch.
-    fn check_request_run(&self, pr: u64, run: &Run) -> Result<(), Refusal> {
-        let path = run.path.as_deref().map(bare_path).unwrap_or_default();
-        let reason = if run.workflow_id != Some(self.trigger.id)
-            || path != bare_path(&self.inputs.trigger_workflow)
-        {
+    fn refused(&self, refusal: Refusal) -> PrRunError {
+        PrRunError::Refused {
+            run: self.run.id,
+            refusal,
+        }
+    }
+}
+
+/// The run that recorded a request: the trigger workflow's `issue_comment` run, of this
+/// repository's default branch. Every other run of that workflow on the default branch
+/// (its `pull_request_target` hygiene runs above all) runs for events a pull request's author
+/// causes, and must never count as a maintainer's request.
+pub(crate) fn check_request_run(
+    trigger: &Workflow,
+    inputs: &PinInputs,
+    default_branch: &str,
+    pr: u64,
+    run: &Run,
+) -> Result<(), Refusal> {
+    let path = run.path.as_deref().map(bare_path).unwrap_or_default();
+    let reason =
+        if run.workflow_id != Some(trigger.id) || path != bare_path(&inputs.trigger_workflow) {
             Some(format!(
                 "a run of workflow {} ({path:?})",
                 run.workflow_id
@@ -381,8 +583,8 @@ impl Context<'_> {
             ))
         } else if run.event != "issue_comment" {
             Some(format!("a {:?} run", run.event))
-        } else if run.head_branch.as_deref() != Some(self.default_branch)
-            || run.repository.as_ref().map(|r| r.full_name.as_str()) != Some(&self.inputs.repo)
+        } else if run.head_branch.as_deref() != Some(default_branch)
+            || run.repository.as_ref().map(|r| r.full_name.as_str()) != Some(&inputs.repo)
         {
             Some(format!(
                 "a run of branch {:?} of {:?}",
@@ -395,22 +597,14 @@ impl Context<'_> {
         } else {
             None
         };
-        match reason {
-            Some(reason) => Err(Refusal::RequestRun {
-                pr,
-                run: run.id,
-                reason,
-                trigger: bare_path(&self.inputs.trigger_workflow).to_owned(),
-            }),
-            None => Ok(()),
-        }
-    }
-
-    fn refused(&self, refusal: Refusal) -> PrRunError {
-        PrRunError::Refused {
-            run: self.run.id,
-            refusal,
-        }
+    match reason {
+        Some(reason) => Err(Refusal::RequestRun {
+            pr,
+            run: run.id,
+            reason,
+            trigger: bare_path(&inputs.trigger_workflow).to_owned(),
+        }),
+        None => Ok(()),
     }
 }
 
@@ -533,12 +727,64 @@ pub async fn pin(gh: &GithubClient, inputs: &PinInputs) -> Result<PinOutcome, Pr
         recorded_by,
     )
     .map_err(refused)?;
+    check_event(&request.request, &request.event_json).map_err(refused)?;
+    // Now, not when the comment came: a writer whose access was taken away since vouches
+    // for nothing more. `author_association` alone (MEMBER) is organization membership.
+    let permission = gh
+        .collaborator_permission(&inputs.repo, &request.request.author)
+        .await?;
+    if !WRITE_PERMISSIONS.contains(&permission.permission.as_str()) {
+        return Err(refused(Refusal::AuthorPermission {
+            pr,
+            author: request.request.author.clone(),
+            permission: log_safe(&permission.permission),
+        }));
+    }
+    let files = gh.pull_files(&inputs.repo, pr).await?;
+    check_files(&files, pr, &inputs.build_workflow).map_err(refused)?;
     // Read again now: the request vouches for the head it named, and only while the PR still
     // points there.
     let pull = gh.pull_request(&inputs.repo, pr).await?;
     check_pull(&pull, &run, &head.full_name, &request.request).map_err(refused)?;
 
-    let (cells, skipped) = select_cells(&unsigned, pr, &run.head_sha);
+    // One request, one build: a run created after the request, and of each cell only the
+    // build of the first such run.
+    let timed = gh.timed_run(&inputs.repo, run.id).await?;
+    let (run_at, request_at) =
+        check_created_after(timed.created_at.as_deref(), &request_artifact).map_err(refused)?;
+    let all = gh
+        .all_workflow_runs(
+            &inputs.repo,
+            build_workflow.id,
+            "pull_request",
+            &run.head_sha,
+        )
+        .await?;
+    let earlier = earlier_runs(&all, &run, run_at, request_at).map_err(refused)?;
+    let mut built_before = Vec::new();
+    for r in earlier {
+        let names = gh
+            .run_artifacts(&inputs.repo, r.run.id)
+            .await?
+            .into_iter()
+            .filter(|a| a.name.starts_with(UNSIGNED_PREFIX))
+            .map(|a| a.name)
+            .collect();
+        built_before.push((r.run.id, names));
+    }
+
+    let (cells, mut skipped) = select_cells(&unsigned, pr, &run.head_sha);
+    let named = cells.len();
+    let cells = claim_cells(cells, &mut skipped, &built_before);
+    if named > 0 && cells.is_empty() {
+        return Err(refused(Refusal::BuiltFirstElsewhere {
+            cells: skipped
+                .iter()
+                .filter(|s| s.reason.contains("built it first"))
+                .map(|s| format!("{}: {}", log_safe(&s.artifact), s.reason))
+                .collect(),
+        }));
+    }
     if cells.is_empty() {
         return Err(refused(Refusal::NothingForRequest {
             count: unsigned.len(),
@@ -546,12 +792,12 @@ pub async fn pin(gh: &GithubClient, inputs: &PinInputs) -> Result<PinOutcome, Pr
             sha: run.head_sha.clone(),
             skipped: skipped
                 .iter()
-                .map(|s| format!("{}: {}", s.artifact, s.reason))
+                .map(|s| format!("{}: {}", log_safe(&s.artifact), s.reason))
                 .collect(),
         }));
     }
     for s in &skipped {
-        tracing::warn!(artifact = %s.artifact, reason = %s.reason, "not signed");
+        tracing::warn!(artifact = %log_safe(&s.artifact), reason = %s.reason, "not signed");
     }
     Ok(PinOutcome::Signable(Box::new(Pinned {
         repo: inputs.repo.clone(),
@@ -873,6 +1119,237 @@ mod tests {
         assert_eq!(
             untrusted_upload(&expired, 1, "main").as_deref(),
             Some("artifact 9 has expired")
+        );
+    }
+
+    /// The test issue 31 asks for: the run that recorded a request must be an `issue_comment`
+    /// run; any other default-branch run of the trigger workflow (its `pull_request_target`
+    /// hygiene runs, which a pull request's author causes) is refused.
+    #[test]
+    fn issue_31_a_request_counts_only_from_an_issue_comment_run() {
+        let trigger = Workflow {
+            id: 12,
+            path: String::new(),
+        };
+        let recorder = |event: &str| Run {
+            id: 650,
+            workflow_id: Some(12),
+            path: Some(".github/workflows/vouch-trigger.yml".into()),
+            event: event.into(),
+            head_sha: BASE.into(),
+            head_branch: Some("main".into()),
+            repository: repo("o/r"),
+            head_repository: repo("o/r"),
+            ..run()
+        };
+        assert_eq!(
+            check_request_run(&trigger, &inputs(), "main", 7, &recorder("issue_comment")),
+            Ok(())
+        );
+        for event in ["pull_request_target", "workflow_dispatch", "push"] {
+            assert_eq!(
+                check_request_run(&trigger, &inputs(), "main", 7, &recorder(event)),
+                Err(Refusal::RequestRun {
+                    pr: 7,
+                    run: 650,
+                    reason: format!("a {event:?} run"),
+                    trigger: ".github/workflows/vouch-trigger.yml".into(),
+                }),
+                "{event}"
+            );
+        }
+    }
+
+    fn event(body: &str) -> Vec<u8> {
+        json!({
+            "action": "created",
+            "issue": { "number": 7 },
+            "comment": { "id": 99, "body": body, "user": { "login": "m" } },
+        })
+        .to_string()
+        .into_bytes()
+    }
+
+    #[test]
+    fn issue_31_the_event_names_the_recorded_head() {
+        let ok = event(&format!("/test mini @{}", &HEAD[..16]));
+        assert_eq!(check_event(&request(), &ok), Ok(()));
+        assert_eq!(
+            check_event(&request(), &event(&format!("/test @{HEAD}"))),
+            Ok(())
+        );
+        let named_other = check_event(&request(), &event(&format!("/test mini @{}", &MOVED[..16])));
+        assert_eq!(
+            named_other,
+            Err(Refusal::NamedOtherCommit {
+                pr: 7,
+                named: MOVED[..16].into(),
+                head: HEAD.into(),
+            })
+        );
+        let problems = [
+            ("/test mini", "names no commit".to_owned()),
+            ("hello", "has no /test line".to_owned()),
+            (
+                "/test mini @1111111",
+                "names @1111111, 7 hex digits: fewer than 16, few enough for a pushed commit to be made to match".to_owned(),
+            ),
+            (
+                "/test mini @HEAD\n::add-mask::x",
+                "ends in \"@HEAD\", not @ and 7 to 40 lower-case hex digits".to_owned(),
+            ),
+        ];
+        for (body, problem) in problems {
+            assert_eq!(
+                check_event(&request(), &event(body)),
+                Err(Refusal::CommitNotNamed {
+                    pr: 7,
+                    comment_id: 99,
+                    problem,
+                }),
+                "{body:?}"
+            );
+        }
+        let mut other_comment: Value = serde_json::from_slice(&ok).unwrap();
+        other_comment["comment"]["id"] = json!(98);
+        let mut other_author: Value = serde_json::from_slice(&ok).unwrap();
+        other_author["comment"]["user"]["login"] = json!("x\n::warning::y");
+        let mut edited: Value = serde_json::from_slice(&ok).unwrap();
+        edited["action"] = json!("edited");
+        for (ev, field, found, expected) in [
+            (other_comment, "comment.id", "98", "99"),
+            (
+                other_author,
+                "comment.user.login",
+                "x%0A%3A%3Awarning%3A%3Ay",
+                "m",
+            ),
+            (edited, "action", "edited", "created"),
+        ] {
+            assert_eq!(
+                check_event(&request(), ev.to_string().as_bytes()),
+                Err(Refusal::EventMismatch {
+                    pr: 7,
+                    field,
+                    found: found.into(),
+                    expected: expected.into(),
+                })
+            );
+        }
+    }
+
+    #[test]
+    fn issue_31_a_pull_request_that_changes_the_build_workflow() {
+        let file = |name: &str, previous: Option<&str>| PullFile {
+            filename: name.into(),
+            status: if previous.is_some() {
+                "renamed"
+            } else {
+                "modified"
+            }
+            .into(),
+            previous_filename: previous.map(str::to_owned),
+        };
+        let wf = ".github/workflows/vouch-build.yml@refs/heads/main";
+        assert_eq!(check_files(&[file("cupy/x.py", None)], 7, wf), Ok(()));
+        let changed = Err(Refusal::ChangesBuildWorkflow {
+            pr: 7,
+            path: ".github/workflows/vouch-build.yml".into(),
+            status: "modified".into(),
+        });
+        assert_eq!(
+            check_files(
+                &[
+                    file("a", None),
+                    file(".github/workflows/vouch-build.yml", None)
+                ],
+                7,
+                wf
+            ),
+            changed
+        );
+        assert!(matches!(
+            check_files(
+                &[file("x.yml", Some(".github/workflows/vouch-build.yml"))],
+                7,
+                wf
+            ),
+            Err(Refusal::ChangesBuildWorkflow { .. })
+        ));
+        let many: Vec<PullFile> = (0..MAX_PULL_FILES)
+            .map(|i| file(&format!("f{i}"), None))
+            .collect();
+        assert_eq!(
+            check_files(&many, 7, wf),
+            Err(Refusal::TooManyFiles { pr: 7, count: 2000 })
+        );
+    }
+
+    fn timed(id: u64, created: &str, status: &str) -> TimedRun {
+        TimedRun {
+            run: Run {
+                id,
+                status: status.into(),
+                ..run()
+            },
+            created_at: Some(created.into()),
+        }
+    }
+
+    #[test]
+    fn issue_31_one_request_one_build() {
+        let mut req = artifact(2001, "vouch-request-7-h", RunRef::default());
+        req.created_at = Some("2026-08-20T10:21:00Z".into());
+        let (run_at, req_at) = check_created_after(Some("2026-08-20T11:40:00Z"), &req).unwrap();
+        assert_eq!(
+            check_created_after(Some("2026-08-20T10:21:00Z"), &req),
+            Err(Refusal::RunBeforeRequest {
+                run_created: "2026-08-20T10:21:00Z".into(),
+                artifact: 2001,
+                request_created: "2026-08-20T10:21:00Z".into(),
+            })
+        );
+        assert_eq!(
+            check_created_after(None, &req),
+            Err(Refusal::Missing {
+                what: "created_at of the build run"
+            })
+        );
+        let all = [
+            timed(600, "2026-08-20T10:00:00Z", "completed"), // before the request
+            timed(699, "2026-08-20T11:39:00Z", "completed"), // after it, before run 700
+            timed(700, "2026-08-20T11:40:00Z", "completed"), // the run itself (any attempt)
+            timed(701, "2026-08-20T11:41:00Z", "in_progress"), // later
+        ];
+        let earlier = earlier_runs(&all, &run(), run_at, req_at).unwrap();
+        assert_eq!(earlier.iter().map(|r| r.run.id).collect::<Vec<_>>(), [699]);
+        let in_flight = [timed(699, "2026-08-20T11:39:00Z", "queued")];
+        assert!(matches!(
+            earlier_runs(&in_flight, &run(), run_at, req_at),
+            Err(Refusal::EarlierRunInFlight { other: 699, .. })
+        ));
+
+        let cell = |n: &str| Cell {
+            artifact: n.into(),
+            name: format!("d-py3.12-linux-64-pr7-{HEAD}").parse().unwrap(),
+            unsigned: artifact(1, &format!("unsigned-{n}"), RunRef::default()),
+        };
+        let mut skipped = Vec::new();
+        let kept = claim_cells(
+            vec![cell("a"), cell("b")],
+            &mut skipped,
+            &[(699, vec!["unsigned-a".into()])],
+        );
+        assert_eq!(
+            kept.iter().map(|c| c.artifact.as_str()).collect::<Vec<_>>(),
+            ["b"]
+        );
+        assert_eq!(skipped.len(), 1);
+        assert_eq!(skipped[0].artifact, "a");
+        assert!(
+            skipped[0]
+                .reason
+                .starts_with("run 699, created after the same request, built it first")
         );
     }
 }

@@ -97,6 +97,73 @@ pub enum Refusal {
     },
     #[error("{artifact:?} is not an artifact of it to sign ({reason})")]
     NotPinned { artifact: String, reason: String },
+    #[error(
+        "the event recorded for #{pr} says {field} is {found:?}, the request says {expected:?}"
+    )]
+    EventMismatch {
+        pr: u64,
+        field: &'static str,
+        found: String,
+        expected: String,
+    },
+    #[error(
+        "the /test comment {comment_id} on #{pr} {problem}: a request vouches only for the commit it names (/test <targets> @<sha>, at least {} hex digits)",
+        crate::request::MIN_NAMED_DIGITS
+    )]
+    CommitNotNamed {
+        pr: u64,
+        comment_id: u64,
+        problem: String,
+    },
+    #[error(
+        "the /test comment on #{pr} named @{named}, but the request recorded head {head}: a head pushed after the comment is never vouched for"
+    )]
+    NamedOtherCommit {
+        pr: u64,
+        named: String,
+        head: String,
+    },
+    #[error(
+        "{author:?}, who asked for the /test on #{pr}, has permission {permission:?} on this repository: only write, maintain or admin can vouch for a build"
+    )]
+    AuthorPermission {
+        pr: u64,
+        author: String,
+        permission: String,
+    },
+    #[error(
+        "it was created at {run_created}, not after its request (artifact {artifact}, uploaded at {request_created}): a request vouches only for build runs created after it"
+    )]
+    RunBeforeRequest {
+        run_created: String,
+        artifact: u64,
+        request_created: String,
+    },
+    #[error(
+        "run {other}, created at {created} after the same request, is still {status:?}: which run builds each cell first cannot be told yet"
+    )]
+    EarlierRunInFlight {
+        other: u64,
+        created: String,
+        status: String,
+    },
+    #[error(
+        "every cell it built was built first by another run created after the same request ({}); a re-run attempt of that run still counts as it, or comment /test again to build again",
+        .cells.join("; ")
+    )]
+    BuiltFirstElsewhere { cells: Vec<String> },
+    #[error(
+        "pull request #{pr} changes the build workflow {path} ({status}): its run executed the pull request's own copy, not the one on the default branch"
+    )]
+    ChangesBuildWorkflow {
+        pr: u64,
+        path: String,
+        status: String,
+    },
+    #[error(
+        "pull request #{pr} lists {count} changed files, as many as the signer reads: whether it changes the build workflow cannot be told"
+    )]
+    TooManyFiles { pr: u64, count: usize },
 }
 
 #[cfg(test)]

@@ -64,6 +64,59 @@ impl TestRequest {
     }
 }
 
+/// The fewest hex digits a `/test` line may name its commit with. GitHub shows 7, but a pull
+/// request's author chooses their commits' contents, so they can make a second commit whose
+/// SHA starts with the same digits as the one a maintainer reviewed: about 2^(4n) tries for
+/// n digits, under a second for 7 and about a day on one GPU for 12. 16 digits (2^64 tries)
+/// put that out of reach; the reply to a shorter name gives the full SHA to paste.
+pub const MIN_NAMED_DIGITS: usize = 16;
+/// The fewest digits read as an attempt to name a commit (and answered with the rule above).
+pub const MIN_SHA_PREFIX: usize = 7;
+
+/// What the `/test` line of a comment says about the commit it vouches for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum NamedCommit {
+    /// `@` and [`MIN_NAMED_DIGITS`] to 40 lower-case hex digits: the commit's prefix.
+    Sha(String),
+    /// No `/test` line at all.
+    NoTestLine,
+    /// A `/test` line whose last word is not `@<sha>`.
+    Missing,
+    /// `@<hex>` with [`MIN_SHA_PREFIX`] or more digits but fewer than [`MIN_NAMED_DIGITS`].
+    TooShort(String),
+    /// A last word that starts with `@` but is not 7 to 40 lower-case hex digits.
+    Malformed(String),
+}
+
+/// The `/test` line of `body` as the trigger workflow reads it (carriage returns dropped,
+/// the first line that is `/test` alone or followed by a blank), and the commit its last
+/// word names: `/test mini,cuda12 @<sha>`.
+pub fn named_commit(body: &str) -> NamedCommit {
+    let body = body.replace('\r', "");
+    let Some(line) = body.split('\n').find(|l| {
+        l.strip_prefix("/test")
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with([' ', '\t']))
+    }) else {
+        return NamedCommit::NoTestLine;
+    };
+    let Some(word) = line.split([' ', '\t']).rfind(|w| !w.is_empty()) else {
+        return NamedCommit::Missing;
+    };
+    let Some(hex) = word.strip_prefix('@') else {
+        return NamedCommit::Missing;
+    };
+    let lower_hex = hex
+        .bytes()
+        .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
+    match hex.len() {
+        n if !lower_hex || !(MIN_SHA_PREFIX..=40).contains(&n) => {
+            NamedCommit::Malformed(word.to_owned())
+        }
+        n if n < MIN_NAMED_DIGITS => NamedCommit::TooShort(hex.to_owned()),
+        _ => NamedCommit::Sha(hex.to_owned()),
+    }
+}
+
 pub(crate) fn is_commit_sha(s: &str) -> bool {
     s.len() == 40
         && s.bytes()
@@ -93,6 +146,58 @@ mod tests {
             request_artifact_name(7, &r.head_sha),
             format!("vouch-request-7-{}", "1".repeat(40))
         );
+    }
+
+    #[test]
+    fn the_commit_a_test_line_names() {
+        let full = "0123456789abcdef0123456789abcdef01234567";
+        let cases: &[(&str, NamedCommit)] = &[
+            (
+                &format!("/test mini @{full}"),
+                NamedCommit::Sha(full.into()),
+            ),
+            (
+                "/test mini,cuda12 @0123456789abcdef",
+                NamedCommit::Sha("0123456789abcdef".into()),
+            ),
+            (
+                "/test @0123456789abcdef",
+                NamedCommit::Sha("0123456789abcdef".into()),
+            ),
+            (
+                "looks good\r\n/test\tmini\t@0123456789abcdef \r\n",
+                NamedCommit::Sha("0123456789abcdef".into()),
+            ),
+            // The first /test line counts, as in the trigger's script.
+            (
+                "/test mini\n/test mini @0123456789abcdef",
+                NamedCommit::Missing,
+            ),
+            ("/test mini", NamedCommit::Missing),
+            ("/test", NamedCommit::Missing),
+            ("/testing @0123456789abcdef", NamedCommit::NoTestLine),
+            ("please test", NamedCommit::NoTestLine),
+            (
+                "/test mini @0123456",
+                NamedCommit::TooShort("0123456".into()),
+            ),
+            (
+                "/test mini @012345",
+                NamedCommit::Malformed("@012345".into()),
+            ),
+            (
+                "/test mini @0123456789ABCDEF",
+                NamedCommit::Malformed("@0123456789ABCDEF".into()),
+            ),
+            (
+                &format!("/test mini @{full}0"),
+                NamedCommit::Malformed(format!("@{full}0")),
+            ),
+            ("/test mini @main", NamedCommit::Malformed("@main".into())),
+        ];
+        for (body, want) in cases {
+            assert_eq!(named_commit(body), *want, "{body:?}");
+        }
     }
 
     #[test]

@@ -7,8 +7,11 @@
 //!
 //! The store: `repository.json` (`GET /repos/{o}/{r}`), `workflows/<file>.json`,
 //! `runs/<id>.json`, `artifacts/<id>.json` + `<id>.zip` (listed by name and by run), and
-//! `pulls/<n>.json` (`GET pulls/{n}` and `GET pulls?head=owner:branch&state=`). The
-//! attestation store ([`attestations`]) is kept in memory.
+//! `pulls/<n>.json` (`GET pulls/{n}` and `GET pulls?head=owner:branch&state=`),
+//! `pull-files/<n>.json` (`GET pulls/{n}/files`; none stored: an empty list) and
+//! `permissions/<login>.json` (`GET collaborators/{login}/permission`; none stored: `none`).
+//! The attestation store ([`attestations`]) and the comments posted
+//! (`POST issues/{n}/comments`, [`FakeGithub::comments`]) are kept in memory.
 
 pub mod attestations;
 pub mod cache;
@@ -76,6 +79,15 @@ struct St {
     attestations: Arc<Mutex<Vec<attestations::Recorded>>>,
     attestation_lists: Arc<AtomicU64>,
     attestation_bulks: Arc<AtomicU64>,
+    comments: Arc<Mutex<Vec<Comment>>>,
+}
+
+/// A comment posted with `POST /repos/{o}/{r}/issues/{n}/comments`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Comment {
+    pub repo: String,
+    pub issue: u64,
+    pub body: String,
 }
 
 fn read(st: &St, rel: &str) -> Option<Value> {
@@ -362,6 +374,79 @@ async fn run(
     read(&st, &format!("runs/{id}.json")).map_or_else(not_found, |v| axum::Json(v).into_response())
 }
 
+/// `GET pulls/{n}/files`: `pull-files/<n>.json` (an array), paginated; empty when not stored.
+async fn pull_files(
+    State(st): State<St>,
+    headers: HeaderMap,
+    AxPath((o, r, n)): AxPath<(String, String, u64)>,
+    Query(q): Query<HashMap<String, String>>,
+) -> Response {
+    if let Some(r) = api_gate(&st, &headers) {
+        return r;
+    }
+    let all = read(&st, &format!("pull-files/{n}.json"))
+        .and_then(|v| v.as_array().cloned())
+        .unwrap_or_default();
+    page_of(
+        &st,
+        all,
+        None,
+        &format!("/repos/{o}/{r}/pulls/{n}/files"),
+        "",
+        &q,
+    )
+}
+
+/// `GET collaborators/{user}/permission`: `permissions/<user>.json`, else `none` (what GitHub
+/// answers for a user who is no collaborator, however they are associated).
+async fn permission(
+    State(st): State<St>,
+    headers: HeaderMap,
+    AxPath((_o, _r, user)): AxPath<(String, String, String)>,
+) -> Response {
+    if let Some(r) = api_gate(&st, &headers) {
+        return r;
+    }
+    let v = read(&st, &format!("permissions/{user}.json")).unwrap_or_else(
+        || json!({"permission": "none", "role_name": "none", "user": {"login": user}}),
+    );
+    axum::Json(v).into_response()
+}
+
+/// `POST issues/{n}/comments` with `{"body": ...}`: kept, answered 201 as documented.
+async fn create_comment(
+    State(st): State<St>,
+    headers: HeaderMap,
+    AxPath((o, r, n)): AxPath<(String, String, u64)>,
+    body: axum::body::Bytes,
+) -> Response {
+    if let Some(r) = api_gate(&st, &headers) {
+        return r;
+    }
+    let Some(text) = serde_json::from_slice::<Value>(&body)
+        .ok()
+        .and_then(|v| v["body"].as_str().map(str::to_owned))
+    else {
+        return (
+            StatusCode::UNPROCESSABLE_ENTITY,
+            axum::Json(json!({"message": "Invalid request: body is required"})),
+        )
+            .into_response();
+    };
+    let mut comments = st.comments.lock().unwrap();
+    comments.push(Comment {
+        repo: format!("{o}/{r}"),
+        issue: n,
+        body: text.clone(),
+    });
+    let id = 10_000 + comments.len() as u64;
+    (
+        StatusCode::CREATED,
+        axum::Json(json!({"id": id, "body": text})),
+    )
+        .into_response()
+}
+
 async fn download(
     State(st): State<St>,
     headers: HeaderMap,
@@ -446,6 +531,7 @@ impl FakeGithub {
             attestations: Arc::default(),
             attestation_lists: Arc::default(),
             attestation_bulks: Arc::default(),
+            comments: Arc::default(),
         };
         let (api_calls, blob_saw_auth, unauthorized) = (
             st.api_calls.clone(),
@@ -456,6 +542,15 @@ impl FakeGithub {
             .route("/repos/{o}/{r}", get(repository))
             .route("/repos/{o}/{r}/pulls", get(pulls))
             .route("/repos/{o}/{r}/pulls/{n}", get(pull))
+            .route("/repos/{o}/{r}/pulls/{n}/files", get(pull_files))
+            .route(
+                "/repos/{o}/{r}/collaborators/{user}/permission",
+                get(permission),
+            )
+            .route(
+                "/repos/{o}/{r}/issues/{n}/comments",
+                axum::routing::post(create_comment),
+            )
             .route(
                 "/repos/{o}/{r}/actions/runs/{id}/artifacts",
                 get(run_artifacts),
@@ -519,6 +614,11 @@ impl FakeGithub {
     /// Every attestation recorded so far, by POST or by [`Self::record_attestation`].
     pub fn attestations(&self) -> Vec<attestations::Recorded> {
         self.st.attestations.lock().unwrap().clone()
+    }
+
+    /// Every comment posted so far, oldest first.
+    pub fn comments(&self) -> Vec<Comment> {
+        self.st.comments.lock().unwrap().clone()
     }
 
     /// Per-digest listings and bulk listings answered so far.

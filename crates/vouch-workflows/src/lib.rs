@@ -5,9 +5,10 @@
 //!
 //! Three files, each with a trust of its own:
 //!
-//! - `vouch-trigger.yml` (`issue_comment`, `pull_request_target`): `/test` from an owner or
-//!   member records the request and labels the pull request with a GitHub App token; a new
-//!   head loses the label and cancels its build. Base-repository context: it never checks out
+//! - `vouch-trigger.yml` (`issue_comment`, `pull_request_target`): `/test <targets> @<sha>`
+//!   from an owner or member with write access records the request when the head still is
+//!   that commit (else it replies with the head it found) and labels the pull request with a
+//!   GitHub App token; a new head loses the label and cancels its build. Base-repository context: it never checks out
 //!   or runs the pull request's code and never reads or writes the cache (with the Redis store
 //!   it only grants the pull request its own cache user, whose password goes into the record).
 //! - `vouch-build.yml` (`pull_request` labeled, `push` to `main`/`v[0-9]*`/`hotfix-*`, `v[0-9]*` tags):
@@ -19,9 +20,10 @@
 //!   dispatches.
 //!
 //! The repository needs the label [`TRIGGER_LABEL`], a GitHub App (issues and pull requests:
-//! write), the environment [`TRUSTED_ENVIRONMENT`] limited to [`TRUSTED_REFS`], the
+//! write; commit statuses: write), the environment [`TRUSTED_ENVIRONMENT`] limited to
+//! [`TRUSTED_REFS`] and those refs guarded by a ruleset ([`TRUSTED_REFS_RULESET`]), the
 //! [`VARIABLES`] and [`SECRETS`], and the commit status [`REQUIRED_STATUS`] as the required
-//! check.
+//! check, from the App ([`REQUIRED_STATUS_SOURCE`]).
 
 mod audit;
 mod cache;
@@ -44,6 +46,7 @@ pub use calls::{VouchCall, vouch_calls};
 pub use dispatch::Dispatch;
 pub use install::Install;
 pub use render::build::{PR_BUILD_JOB, PUSH_BUILD_JOB, TRUSTED_ONLY_SECRETS};
+pub use render::trigger::MIN_NAMED_DIGITS;
 pub use render::{
     BUILD_FILE, BUILD_WORKFLOW_NAME, HEADER, PR_BUILD_GROUP, REQUEST_ARTIFACT_PREFIX,
     REQUIRED_STATUS, SENTINEL_JOB, SIGN_FILE, SIGNING_JOBS, TRIGGER_FILE, TRIGGER_LABEL,
@@ -73,6 +76,17 @@ pub const AUTHOR_ASSOCIATIONS: &[&str] = &[
 /// default branch (trigger, sign and `workflow_run` jobs run there) and the push branches.
 pub const TRUSTED_REFS: &[&str] = &["main", "v[0-9]*", "hotfix-*", "tags: v[0-9]*"];
 
+/// What a deployment policy of name patterns does not stop, and the ruleset that does. A job
+/// runs the workflow file of the ref it runs on, so whoever can create a ref the policy
+/// allows runs their own workflow with the environment's secrets; an environment can require
+/// "protected branches", but not for tags and not together with patterns.
+pub const TRUSTED_REFS_RULESET: &str = "a deployment policy of ref patterns alone lets any writer create a matching branch (hotfix-x, v9-x) or tag (v9) with their own vouch-build.yml, whose push build then reads every secret of that environment (the GitHub App's key, which labels pull requests and posts vouch/pr-build; the seal key; the cache and test-farm secrets) and signs push-build provenance for that ref. Add a repository ruleset on refs/heads/main, refs/heads/v[0-9]*, refs/heads/hotfix-* and refs/tags/v[0-9]* that restricts creations, updates and deletions to a bypass list of release managers and blocks force pushes; then only they can reach the environment";
+
+/// Where [`REQUIRED_STATUS`] must come from. A required check named by context alone is
+/// satisfied by any check or status of that name, and a pull request's own run (a fork's
+/// included) can report a check run named `vouch/pr-build`.
+pub const REQUIRED_STATUS_SOURCE: &str = "require it from the GitHub App whose client id is vars.VOUCH_APP_CLIENT_ID (a ruleset's required status check with that App as its source, or branch protection's expected source), never from any source: a pull request's own run can report a check of that name, and only the App's token, which the sign workflow posts the status with, cannot be had by a pull request";
+
 /// Where a secret lives.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -88,7 +102,7 @@ pub enum SecretHome {
 pub const VARIABLES: &[(&str, &str)] = &[
     (
         "VOUCH_APP_CLIENT_ID",
-        "the GitHub App (client id) that labels pull requests and dispatches to a test-farm repository",
+        "the GitHub App (client id) that labels pull requests, posts the commit status vouch/pr-build and dispatches to a test-farm repository",
     ),
     (
         "VOUCH_CACHE_STORE",

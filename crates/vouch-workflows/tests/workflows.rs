@@ -229,7 +229,8 @@ fn audit_catches_trusted_secrets_outside_the_environment() {
         "    environment: vouch-trusted\n",
         "    environment: anything\n",
     );
-    assert_caught(&v, Rule::TrustedSecretOutsideEnvironment, Some("dispatch"));
+    // The first job there that names it: `status`, which holds the App key.
+    assert_caught(&v, Rule::TrustedSecretOutsideEnvironment, Some("status"));
 }
 
 #[test]
@@ -700,17 +701,17 @@ fn explain_table() {
     let cases: Vec<(&str, Scenario, &[&str])> = vec![
         (
             "MEMBER /test, same-repo PR",
-            comment("/test mini,windows", "MEMBER", false),
+            comment("/test mini,windows @1111111111111111", "MEMBER", false),
             PR_TEST_FLOW,
         ),
         (
             "MEMBER /test, fork PR",
-            comment("/test mini,windows", "MEMBER", true),
+            comment("/test mini,windows @1111111111111111", "MEMBER", true),
             PR_TEST_FLOW,
         ),
         (
             "OWNER /test on the second line",
-            comment("LGTM\r\n/test mini", "OWNER", true),
+            comment("LGTM\r\n/test mini @1111111111111111", "OWNER", true),
             PR_TEST_FLOW,
         ),
         // With FlexCI, targets are required (CuPy's dispatcher sends nothing without).
@@ -855,7 +856,11 @@ fn invariants(what: &str, x: &Explanation) {
 
 #[test]
 fn explain_fork_pr_test_details() {
-    let x = run(&comment("/test mini,windows", "MEMBER", true));
+    let x = run(&comment(
+        "/test mini,windows @1111111111111111",
+        "MEMBER",
+        true,
+    ));
     // The build runs the fork's code with a read-only token, no secrets, no OIDC.
     let build = job(&x, "vouch-build.yml", "build-pr");
     assert!(build.runs_pr_code);
@@ -887,11 +892,15 @@ fn explain_fork_pr_test_details() {
     let label = job(&x, "vouch-trigger.yml", "label");
     assert_eq!(label.secrets, ["VOUCH_APP_PRIVATE_KEY"]);
     // The same-repo PR's build holds no secret either: GitHub fences its cache.
-    let x = run(&comment("/test mini", "MEMBER", false));
+    let x = run(&comment("/test mini @1111111111111111", "MEMBER", false));
     assert!(job(&x, "vouch-build.yml", "build-pr").secrets.is_empty());
     insta::assert_snapshot!(
         "explain-fork-pr-test",
-        render_text(&run(&comment("/test mini,windows", "MEMBER", true)))
+        render_text(&run(&comment(
+            "/test mini,windows @1111111111111111",
+            "MEMBER",
+            true
+        )))
     );
 }
 
@@ -903,14 +912,14 @@ fn explain_bare_test_follows_the_dispatch_mode() {
         "[workflows]\n[workflows.source]\nrev = \"0123456789abcdef0123456789abcdef01234567\"\n[workflows.dispatch]\nmode = \"repository\"\n",
     );
     let files = generate(&p, &Options::from_profile(&p, "vouch.toml").unwrap()).unwrap();
-    let x = explain(&files, &comment("/test", "MEMBER", false)).unwrap();
+    let x = explain(&files, &comment("/test @1111111111111111", "MEMBER", false)).unwrap();
     assert_eq!(x.ran(), PR_TEST_FLOW, "{}", render_text(&x));
-    let x = run(&comment("/test", "MEMBER", false));
+    let x = run(&comment("/test @1111111111111111", "MEMBER", false));
     assert_eq!(x.ran(), ["vouch-trigger.yml:record"]);
     assert!(
         file("vouch-trigger.yml")
             .contents
-            .contains("grep -Eq '^/test[[:blank:]]+[^[:blank:]].*$'")
+            .contains("grep -Eq '^/test[[:blank:]]+[^[:blank:]@].*$'")
     );
 }
 
@@ -1298,7 +1307,11 @@ fn cache_store_redis_grants_a_credential_per_pull_request() {
     insta::assert_snapshot!("redis-build-pr", job_text(&build, "build-pr"));
     assert!(audit_trust(&files).unwrap().is_empty());
 
-    let x = explain(&files, &comment("/test mini", "MEMBER", true)).unwrap();
+    let x = explain(
+        &files,
+        &comment("/test mini @1111111111111111", "MEMBER", true),
+    )
+    .unwrap();
     assert_eq!(x.ran(), PR_TEST_FLOW, "{}", render_text(&x));
     invariants("redis, fork /test", &x);
     let record = job(&x, "vouch-trigger.yml", "record");
@@ -1341,7 +1354,11 @@ fn cache_store_none_has_no_cache_steps() {
         }
     }
     assert!(audit_trust(&files).unwrap().is_empty());
-    let x = explain(&files, &comment("/test mini", "MEMBER", false)).unwrap();
+    let x = explain(
+        &files,
+        &comment("/test mini @1111111111111111", "MEMBER", false),
+    )
+    .unwrap();
     assert!(job(&x, "vouch-build.yml", "build-pr").cache.is_none());
 }
 
@@ -1372,8 +1389,8 @@ fn audit_refuses_the_gha_cache_in_base_branch_contexts() {
     // sign workflow (workflow_run) and the trigger (issue_comment).
     let v = audit_mutated(
         "vouch-sign.yml",
-        "    permissions:\n      statuses: write",
-        "    env:\n      ACTIONS_CACHE_SERVICE_V2: '1'\n    permissions:\n      statuses: write",
+        "    environment: vouch-trusted\n    permissions: {}\n",
+        "    environment: vouch-trusted\n    env:\n      ACTIONS_CACHE_SERVICE_V2: '1'\n    permissions: {}\n",
     );
     assert_caught(&v, Rule::GhaCacheInBaseContext, Some("status"));
     let v = audit_mutated(
@@ -1432,4 +1449,45 @@ fn audit_allows_only_the_grant_in_the_trigger() {
         "",
     );
     assert_caught(&v, Rule::TrustedSecretOutsideEnvironment, Some("record"));
+}
+
+/// Issue 31: `explain` shows the race (a head pushed between the comment and the record job)
+/// and where the required check comes from.
+#[test]
+fn issue_31_explain_shows_the_race_and_the_required_check_source() {
+    let mut raced = comment("/test mini @1111111111111111", "MEMBER", true);
+    raced.pushed_after_comment = true;
+    let x = run(&raced);
+    assert_eq!(x.ran(), ["vouch-trigger.yml:record"], "{}", render_text(&x));
+    let record = job(&x, "vouch-trigger.yml", "record");
+    assert_eq!(
+        record.effects,
+        [
+            "a head pushed after the comment (2222222222222222222222222222222222222222) is not the commit it names (@1111111111111111): records nothing; replies \"the head of #1 moved to `2222222222222222222222222222222222222222` since you named `1111111111111111`\" with the comment to post after a review"
+        ]
+    );
+    let unnamed = run(&comment("/test mini", "MEMBER", true));
+    assert_eq!(unnamed.ran(), ["vouch-trigger.yml:record"]);
+    assert!(
+        job(&unnamed, "vouch-trigger.yml", "record").effects[0]
+            .starts_with("the comment names no commit")
+    );
+    let x = run(&comment("/test mini @1111111111111111", "MEMBER", true));
+    let status = job(&x, "vouch-sign.yml", "status");
+    assert_eq!(status.secrets, ["VOUCH_APP_PRIVATE_KEY"]);
+    assert_eq!(status.environment.as_deref(), Some("vouch-trusted"));
+    assert!(
+        status.effects.iter().any(|e| e.starts_with(
+            "required-check source: the GitHub App (vars.VOUCH_APP_CLIENT_ID), never any source"
+        )),
+        "{:?}",
+        status.effects
+    );
+    insta::assert_snapshot!("explain-issue-31-race", render_text(&x_raced()));
+}
+
+fn x_raced() -> Explanation {
+    let mut raced = comment("/test mini @1111111111111111", "MEMBER", true);
+    raced.pushed_after_comment = true;
+    run(&raced)
 }

@@ -47,7 +47,15 @@ pub struct Scenario {
     pub previously_tested: bool,
     /// The pull request's head branch (environment policies judge its runs by it).
     pub head_branch: String,
+    /// A new head is pushed after the comment and before the record job reads the pull
+    /// request (the race a named commit closes).
+    pub pushed_after_comment: bool,
 }
+
+/// The head a scenario's pull request has when its event comes.
+pub const EXAMPLE_HEAD: &str = "1111111111111111111111111111111111111111";
+/// The head a push puts in its place (`synchronize`, or a push after a comment).
+pub const EXAMPLE_PUSHED_HEAD: &str = "2222222222222222222222222222222222222222";
 
 impl Scenario {
     pub fn new(event: impl Into<String>) -> Scenario {
@@ -62,6 +70,7 @@ impl Scenario {
             default_branch: "main".into(),
             previously_tested: false,
             head_branch: "feature".into(),
+            pushed_after_comment: false,
         }
     }
 
@@ -418,6 +427,41 @@ fn has_test_line(script: &str, body: &str) -> bool {
     body.replace('\r', "").lines().any(|l| re.is_match(l))
 }
 
+/// Whether the record job records the comment's request: its first `/test` line must name
+/// (`@` and [`crate::MIN_NAMED_DIGITS`]+ hex digits) the head the job reads from the API,
+/// which is a newer one when a push came after the comment. `Err` says what it does instead.
+fn recordable(sc: &Scenario, st: &mut State) -> Result<(), String> {
+    let body = sc.comment.as_deref().unwrap_or("").replace('\r', "");
+    let line = body
+        .lines()
+        .find(|l| {
+            l.strip_prefix("/test")
+                .is_some_and(|r| r.is_empty() || r.starts_with([' ', '\t']))
+        })
+        .unwrap_or("");
+    let last = line.split_whitespace().last().unwrap_or("");
+    let named = last.strip_prefix('@').filter(|h| {
+        (crate::MIN_NAMED_DIGITS..=40).contains(&h.len())
+            && h.bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    });
+    if sc.pushed_after_comment {
+        st.head = EXAMPLE_PUSHED_HEAD.into();
+    }
+    let head = st.head.clone();
+    match named {
+        None => Err(format!(
+            "the comment names no commit (`/test <targets> @<sha>`, {}+ hex digits): records nothing; replies with the head it reads now ({head}) and the comment to post, since no fact GitHub sets shows which head the comment was written against",
+            crate::MIN_NAMED_DIGITS
+        )),
+        Some(n) if !head.starts_with(n) => Err(format!(
+            "a head pushed after the comment ({head}) is not the commit it names (@{n}): records nothing; replies \"the head of #{} moved to `{head}` since you named `{n}`\" with the comment to post after a review",
+            st.pr
+        )),
+        Some(_) => Ok(()),
+    }
+}
+
 /// What vouch's own jobs do besides what their YAML says: their outputs, the events they
 /// cause, and what they change. Keep beside the scripts in `render/` they describe.
 fn job_effects(
@@ -431,6 +475,13 @@ fn job_effects(
     let mut events = Vec::new();
     let mut notes = Vec::new();
     match (file, job.id.as_str()) {
+        (TRIGGER_FILE, "record")
+            if has_test_line(&job.scripts, sc.comment.as_deref().unwrap_or(""))
+                && let Err(why) = recordable(sc, st) =>
+        {
+            outputs.insert("head_sha".into(), String::new());
+            notes.push(why);
+        }
         (TRIGGER_FILE, "record") => {
             if has_test_line(&job.scripts, sc.comment.as_deref().unwrap_or("")) {
                 st.request_recorded = true;
@@ -507,7 +558,11 @@ fn job_effects(
         }
         (SIGN_FILE, "status") => {
             notes.push(format!(
-                "posts the commit status {} on the built head",
+                "posts the commit status {} on the built head with the GitHub App's token: success only when every planned cell was signed",
+                crate::REQUIRED_STATUS
+            ));
+            notes.push(format!(
+                "required-check source: the GitHub App (vars.VOUCH_APP_CLIENT_ID), never any source: a pull request's own run can report a check named {}",
                 crate::REQUIRED_STATUS
             ));
         }
@@ -595,7 +650,7 @@ pub fn explain(files: &[GeneratedFile], scenario: &Scenario) -> Result<Explanati
     let workflows = files.iter().map(parse).collect::<Result<Vec<_>, _>>()?;
     let mut st = State {
         pr: 1,
-        head: "1111111111111111111111111111111111111111".into(),
+        head: EXAMPLE_HEAD.into(),
         request_recorded: false,
         built: false,
         next_run: 100,
@@ -605,7 +660,7 @@ pub fn explain(files: &[GeneratedFile], scenario: &Scenario) -> Result<Explanati
     }
     if scenario.action.as_deref() == Some("synchronize") {
         // The new head; the request on record was for the old one.
-        st.head = "2222222222222222222222222222222222222222".into();
+        st.head = EXAMPLE_PUSHED_HEAD.into();
         st.request_recorded = false;
     }
     let mut queue = VecDeque::from([Event {

@@ -6,7 +6,7 @@ use super::{
     Vars, fill,
 };
 use crate::dispatch::Announcer;
-use crate::pins::UPLOAD_ARTIFACT;
+use crate::pins::{CREATE_APP_TOKEN, UPLOAD_ARTIFACT};
 
 /// The `vouch pr-run` flags every job passes: which run, and the workflow files it must be.
 const PIN_FLAGS: &str = r#"--repo "$REPO" --run-id "$RUN_ID" --token-file "$tok" \
@@ -74,8 +74,12 @@ pub(crate) fn render(v: &Vars<'_>) -> String {
 #
 # Consumers verify the bundle against this workflow: signer @@SELF@@ at the default
 # branch, trigger workflow_run, predicate https://vouch.build/pr-build/v1 naming the pull
-# request and head. Once every cell is signed, `status` posts the commit status @@STATUS@@
-# on the head: the check to require (a fork's own runs cannot post statuses).
+# request and head. `status` then posts the commit status @@STATUS@@ on the head with the
+# GitHub App's token: success only when every cell the run built (every build job of the
+# matrix; pin refuses a run whose pull request changes @@BUILD_FILE@@) was pinned and signed.
+# Require it with its source set to that App: a fork's run can report a check of any name,
+# and a status posted with GITHUB_TOKEN comes from the same app (github-actions) as the
+# fork's own checks, so only the App tells them apart.
 name: vouch-sign
 
 on:
@@ -109,6 +113,7 @@ jobs:
       pull-requests: read # the pull request's current head and base
     outputs:
       matrix: ${{ steps.pin.outputs.matrix }}
+      complete: ${{ steps.pin.outputs.complete }}
     steps:
 @@INSTALL@@      - name: Pin the run, the request and the pull request
         id: pin
@@ -116,12 +121,16 @@ jobs:
 @@PIN_ENV@@        run: |
           @@TOKEN_TO_FILE@@
           vouch pr-run pin @@PIN_FLAGS@@ \
-            --matrix-out "$RUNNER_TEMP/matrix.json"
+            --matrix-out "$RUNNER_TEMP/matrix.json" --json > "$RUNNER_TEMP/pin.json"
           # A run that built nothing (a label other than the trigger's) has nothing to sign:
           # no matrix, so the sign and dispatch jobs are skipped.
           if jq -e '.include | length > 0' "$RUNNER_TEMP/matrix.json" >/dev/null; then
             echo "matrix=$(jq -c . "$RUNNER_TEMP/matrix.json")" >> "$GITHUB_OUTPUT"
           fi
+          # Every build job of the run uploaded its cell (if-no-files-found: error) and the run
+          # succeeded, so the run's unsigned artifacts are every planned cell; one pin skipped
+          # (a bad name, built first by another run) is a planned cell that will not be signed.
+          echo "complete=$(jq '(.skipped // []) | length == 0' "$RUNNER_TEMP/pin.json")" >> "$GITHUB_OUTPUT"
 
   sign:
     name: sign ${{ matrix.artifact }}
@@ -159,20 +168,32 @@ jobs:
     if: always() && needs.pin.outputs.matrix != ''
     runs-on: ubuntu-24.04
     timeout-minutes: 5
-    permissions:
-      statuses: write # the status branch protection requires; a fork's own runs cannot post one
+    # The App key lives here (default and push branches only; this run is on the default
+    # branch). The status is the App's, which no run of a pull request can impersonate.
+    environment: @@ENVIRONMENT@@
+    permissions: {}
     steps:
+      - name: GitHub App token
+        id: token
+        uses: @@CREATE_APP_TOKEN@@
+        with:
+          client-id: ${{ vars.VOUCH_APP_CLIENT_ID }}
+          private-key: ${{ secrets.VOUCH_APP_PRIVATE_KEY }}
+          permission-statuses: write
       - name: Commit status @@STATUS@@ on the built head
         env:
-          GH_TOKEN: ${{ github.token }}
+          GH_TOKEN: ${{ steps.token.outputs.token }}
           REPO: ${{ github.repository }}
           HEAD_SHA: ${{ github.event.workflow_run.head_sha }}
           RESULT: ${{ needs.sign.result }}
+          COMPLETE: ${{ needs.pin.outputs.complete }}
           RUN_URL: ${{ github.server_url }}/${{ github.repository }}/actions/runs/${{ github.run_id }}
           CONTEXT: '@@STATUS@@'
         run: |
-          if [ "$RESULT" = success ]; then
-            state=success description="every cell built and signed"
+          if [ "$RESULT" = success ] && [ "$COMPLETE" = true ]; then
+            state=success description="every planned cell built and signed"
+          elif [ "$RESULT" = success ]; then
+            state=failure description="some built cells were not signed (see the pin job)"
           else
             state=failure description="signing did not succeed ($RESULT)"
           fi
@@ -194,6 +215,8 @@ jobs:
             ("TRIGGER_FILE", TRIGGER_FILE),
             ("UPLOAD_ARTIFACT", &UPLOAD_ARTIFACT.uses()),
             ("STATUS", super::REQUIRED_STATUS),
+            ("ENVIRONMENT", TRUSTED_ENVIRONMENT),
+            ("CREATE_APP_TOKEN", &CREATE_APP_TOKEN.uses()),
         ],
     )
 }

@@ -10,8 +10,12 @@ use crate::pins::{CREATE_APP_TOKEN, UPLOAD_ARTIFACT};
 /// A `/test` line (POSIX ERE, one line at a time): `/test` alone or with targets.
 const TEST_LINE: &str = "^/test([[:blank:]].*)?$";
 /// With FlexCI, targets are required: CuPy's dispatcher sends nothing for a bare `/test`, so
-/// building one would sign wheels no test farm ever receives.
-const TEST_LINE_WITH_TARGETS: &str = "^/test[[:blank:]]+[^[:blank:]].*$";
+/// building one would sign wheels no test farm ever receives. The commit (`@<sha>`) is not a
+/// target.
+const TEST_LINE_WITH_TARGETS: &str = "^/test[[:blank:]]+[^[:blank:]@].*$";
+/// The fewest hex digits a `/test` line must name its commit with; the signer holds requests
+/// to the same number (`vouch_prrun::MIN_NAMED_DIGITS`, which says why it is not 7).
+pub const MIN_NAMED_DIGITS: usize = 16;
 
 /// The record job's extra steps, environment, timeout and the workflow's `env:` lines when
 /// it grants a pull request its cache credential (`store = "redis"`); nothing otherwise.
@@ -49,9 +53,9 @@ pub(crate) fn render(v: &Vars<'_>) -> String {
     ] = grant(v);
     let flexci = matches!(v.opts.dispatch, crate::Dispatch::Flexci { .. });
     let (test_line, test_form) = if flexci {
-        (TEST_LINE_WITH_TARGETS, "`/test <targets>`")
+        (TEST_LINE_WITH_TARGETS, "`/test <targets> @<sha>`")
     } else {
-        (TEST_LINE, "`/test` or `/test <targets>`")
+        (TEST_LINE, "`/test @<sha>` or `/test <targets> @<sha>`")
     };
     let associations = v
         .opts
@@ -67,11 +71,21 @@ pub(crate) fn render(v: &Vars<'_>) -> String {
 # as it is on the default branch, with its secrets; neither checks out or runs anything from
 # the pull request, and every event value reaches a script through env):
 #
-# - record: @@TEST_FORM@@ on a line of its own, from @@ASSOCIATIONS_TEXT@@, on an open
-#   pull request, records the request (the raw event, and the pull request's head and base
-#   as the API gives them now) as the artifact @@REQUEST@@<pr>-<head sha> of this
-#   default-branch run. The sign workflow accepts only such a record, so a fork cannot forge
-#   one. `/testing` is not a request.@@GRANT_TEXT@@
+# - record: @@TEST_FORM@@ on a line of its own, from @@ASSOCIATIONS_TEXT@@ who can
+#   write to the repository (its permission, read from the API), on an open pull request,
+#   records the request (the raw event, and the pull request's head and base as the API
+#   gives them now) as the artifact @@REQUEST@@<pr>-<head sha> of this default-branch run.
+#   The sign workflow accepts only such a record, so a fork cannot forge one. `/testing` is
+#   not a request.
+#   The comment names the commit it vouches for (@ and at least @@MIN_DIGITS@@ hex digits; fewer
+#   can be matched by a commit made to match them). This job starts seconds or minutes after
+#   the comment, and a head pushed in between must never be recorded: when the head no
+#   longer starts with the named digits, or the comment names none, nothing is recorded and
+#   the job replies on the pull request with the head it found and the exact comment to post.
+#   No fact GitHub sets proves which head a comment was written against (commit dates are
+#   the author's; push times are not in the API; run and check-suite times only show that a
+#   head existed, and an author can push a head, push the reviewed one back, and push the
+#   first again after the comment), so without a named commit there is no proof to try.@@GRANT_TEXT@@
 # - label: sets @@LABEL@@ again with a GitHub App token (an event caused by GITHUB_TOKEN
 #   starts no workflow, and re-adding a present label causes no event), which starts
 #   @@BUILD_FILE@@ for that head.
@@ -108,7 +122,7 @@ jobs:
       group: vouch-trigger-${{ github.event.issue.number }}
       cancel-in-progress: false@@RECORD_ENVIRONMENT@@
     permissions:
-      pull-requests: read # the pull request's head and base when the comment came
+      pull-requests: write # the pull request's head and base; the reply to a refused /test
     outputs:
       head_sha: ${{ steps.record.outputs.head_sha }}
     steps:
@@ -119,6 +133,7 @@ jobs:
           REPO: ${{ github.repository }}
           PR_NUMBER: ${{ github.event.issue.number }}
           RUN_ID: ${{ github.run_id }}
+          AUTHOR: ${{ github.event.comment.user.login }}
         run: |
           # The exact command on a line of its own; `contains` above only saves a runner.
           body=$(jq -r '.comment.body' "$GITHUB_EVENT_PATH" | tr -d '\r')
@@ -126,10 +141,55 @@ jobs:
             echo "no /test line: nothing to record"
             exit 0
           fi
+          # The first /test line is the request (the signer reads the same one).
+          line=$(grep -E -m1 '^/test([[:blank:]].*)?$' <<<"$body")
+          # author_association MEMBER is organization membership; vouching takes write access
+          # to this repository (maintain is reported as write).
+          permission=$(gh api "repos/$REPO/collaborators/$AUTHOR/permission" --jq .permission)
+          case "$permission" in
+            admin|maintain|write) ;;
+            *)
+              echo "::notice::$AUTHOR has permission '$permission' on $REPO, not write: nothing recorded"
+              exit 0
+              ;;
+          esac
           mkdir -p request
           gh api "repos/$REPO/pulls/$PR_NUMBER" > "$RUNNER_TEMP/pull.json"
           if [ "$(jq -r '.state' "$RUNNER_TEMP/pull.json")" != open ]; then
             echo "::notice::pull request #$PR_NUMBER is not open; nothing recorded"
+            exit 0
+          fi
+          head=$(jq -r '.head.sha' "$RUNNER_TEMP/pull.json")
+          if ! [[ "$head" =~ ^[0-9a-f]{40}$ ]]; then
+            echo "::error::the API gave no head commit for #$PR_NUMBER"
+            exit 1
+          fi
+          # The commit the comment names: its last word, @ and @@MIN_DIGITS@@ to 40 lower-case hex digits.
+          read -r -a words <<<"$line"
+          last=${words[${#words[@]}-1]}
+          named=""
+          if [[ "$last" =~ ^@([0-9a-f]{@@MIN_DIGITS@@,40})$ ]]; then
+            named=${BASH_REMATCH[1]}
+          fi
+          targets=$(sed -E 's/^\/test[[:blank:]]*//; s/[[:blank:]]*@[^[:blank:]]*[[:blank:]]*$//' <<<"$line")
+          again="/test${targets:+ $targets} @$head"
+          reply=""
+          if [ -z "$named" ]; then
+            if [[ "$last" == @* ]]; then
+              why="\`$last\` does not name a commit: name it with @ and at least @@MIN_DIGITS@@ lower-case hex digits (fewer can be matched by a commit pushed to match them)"
+            else
+              why="it does not name the commit you reviewed, and nothing GitHub records proves which head your comment was written against (a head pushed between your comment and this job would be built in its place)"
+            fi
+            printf -v reply '@%s this /test was not recorded: %s.\n\nThe head of #%s is now `%s`. If that is the commit you reviewed, comment:' \
+              "$AUTHOR" "$why" "$PR_NUMBER" "$head"
+          elif [[ "$head" != "$named"* ]]; then
+            printf -v reply '@%s this /test was not recorded: the head of #%s moved to `%s` since you named `%s`. Nothing was built. Review the new head; to test it, comment:' \
+              "$AUTHOR" "$PR_NUMBER" "$head" "$named"
+          fi
+          if [ -n "$reply" ]; then
+            printf -v reply '%s\n\n    %s\n' "$reply" "$again"
+            gh api --method POST "repos/$REPO/issues/$PR_NUMBER/comments" -f body="$reply" --silent
+            echo "::notice::/test on #$PR_NUMBER not recorded (head $head, named '${named:-none}'); replied on the pull request"
             exit 0
           fi
           cp "$GITHUB_EVENT_PATH" request/event.json
@@ -142,12 +202,7 @@ jobs:
               comment_id: $ev[0].comment.id, author: $ev[0].comment.user.login,
               author_association: $ev[0].comment.author_association,
               recorded_by_run: ($run | tonumber)}' > request/request.json
-          head=$(jq -r '.head_sha' request/request.json)
-          if ! [[ "$head" =~ ^[0-9a-f]{40}$ ]]; then
-            echo "::error::the API gave no head commit for #$PR_NUMBER"
-            exit 1
-          fi
-          echo "recorded /test for #$PR_NUMBER at $head"
+          echo "recorded /test for #$PR_NUMBER at $head (named @$named)"
           echo "head_sha=$head" >> "$GITHUB_OUTPUT"
 @@GRANT@@      - name: Upload the request
         if: steps.record.outputs.head_sha != ''
@@ -241,6 +296,7 @@ jobs:
             ("PR_GROUP", PR_BUILD_GROUP),
             ("TEST_LINE", test_line),
             ("TEST_FORM", test_form),
+            ("MIN_DIGITS", &MIN_NAMED_DIGITS.to_string()),
             ("CREATE_APP_TOKEN", &CREATE_APP_TOKEN.uses()),
             ("GRANT", &grant_steps),
             ("RECORD_ENVIRONMENT", &record_environment),
