@@ -11,7 +11,8 @@
 //! `pull-files/<n>.json` (`GET pulls/{n}/files`; none stored: an empty list) and
 //! `permissions/<login>.json` (`GET collaborators/{login}/permission`; none stored: `none`).
 //! The attestation store ([`attestations`]) and the comments posted
-//! (`POST issues/{n}/comments`, [`FakeGithub::comments`]) are kept in memory.
+//! (`POST issues/{n}/comments`, [`FakeGithub::comments`]) and commit statuses
+//! (`POST statuses/{sha}`, [`FakeGithub::statuses`]) are kept in memory.
 
 pub mod attestations;
 pub mod cache;
@@ -80,6 +81,18 @@ struct St {
     attestation_lists: Arc<AtomicU64>,
     attestation_bulks: Arc<AtomicU64>,
     comments: Arc<Mutex<Vec<Comment>>>,
+    statuses: Arc<Mutex<Vec<CommitStatus>>>,
+}
+
+/// A commit status posted with `POST /repos/{o}/{r}/statuses/{sha}`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CommitStatus {
+    pub repo: String,
+    pub sha: String,
+    /// The request's fields (`state`, `context`, `description`, `target_url`).
+    pub fields: Value,
+    /// The token it was posted with.
+    pub token: String,
 }
 
 /// A comment posted with `POST /repos/{o}/{r}/issues/{n}/comments`.
@@ -447,6 +460,37 @@ async fn create_comment(
         .into_response()
 }
 
+/// `POST statuses/{sha}`: kept with the token that posted it, answered 201. Any bearer token
+/// is accepted here (a GitHub App's installation token is not the double's API token).
+async fn create_status(
+    State(st): State<St>,
+    headers: HeaderMap,
+    AxPath((o, r, sha)): AxPath<(String, String, String)>,
+    body: axum::body::Bytes,
+) -> Response {
+    st.api_calls.fetch_add(1, Ordering::Relaxed);
+    let token = headers
+        .get("authorization")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .unwrap_or("")
+        .to_owned();
+    let Ok(fields) = serde_json::from_slice::<Value>(&body) else {
+        return (
+            StatusCode::UNPROCESSABLE_ENTITY,
+            axum::Json(json!({"message": "Invalid request"})),
+        )
+            .into_response();
+    };
+    st.statuses.lock().unwrap().push(CommitStatus {
+        repo: format!("{o}/{r}"),
+        sha,
+        fields: fields.clone(),
+        token,
+    });
+    (StatusCode::CREATED, axum::Json(fields)).into_response()
+}
+
 async fn download(
     State(st): State<St>,
     headers: HeaderMap,
@@ -532,6 +576,7 @@ impl FakeGithub {
             attestation_lists: Arc::default(),
             attestation_bulks: Arc::default(),
             comments: Arc::default(),
+            statuses: Arc::default(),
         };
         let (api_calls, blob_saw_auth, unauthorized) = (
             st.api_calls.clone(),
@@ -550,6 +595,10 @@ impl FakeGithub {
             .route(
                 "/repos/{o}/{r}/issues/{n}/comments",
                 axum::routing::post(create_comment),
+            )
+            .route(
+                "/repos/{o}/{r}/statuses/{sha}",
+                axum::routing::post(create_status),
             )
             .route(
                 "/repos/{o}/{r}/actions/runs/{id}/artifacts",
@@ -619,6 +668,11 @@ impl FakeGithub {
     /// Every comment posted so far, oldest first.
     pub fn comments(&self) -> Vec<Comment> {
         self.st.comments.lock().unwrap().clone()
+    }
+
+    /// Every commit status posted so far, oldest first.
+    pub fn statuses(&self) -> Vec<CommitStatus> {
+        self.st.statuses.lock().unwrap().clone()
     }
 
     /// Per-digest listings and bulk listings answered so far.
