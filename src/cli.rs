@@ -156,8 +156,9 @@ pub struct ToolEnvArgs {
     #[arg(long, env = "VOUCH_CACHE_DIR", value_name = "DIR")]
     pub cache_dir: Option<PathBuf>,
     /// File holding a secret (32+ bytes) that authenticates the seal records of the venvs and
-    /// toolkits this build reuses: give trusted builds one that untrusted builds never see, and
-    /// a record an untrusted build forged is refused.
+    /// toolkits this build reuses, and the compiler-cache entries it writes and reads: give
+    /// trusted builds one that untrusted builds never see, and a record or cache entry that
+    /// anything else wrote is refused. A trusted build's cache needs it.
     #[arg(long, env = "VOUCH_SEAL_KEY_FILE", value_name = "FILE")]
     pub seal_key_file: Option<PathBuf>,
 }
@@ -192,6 +193,15 @@ pub struct CacheArgs {
     /// GCS key or token (never put it in the URL on a shared runner). Left in place.
     #[arg(long, alias = "cache-password-file", value_name = "FILE")]
     pub password_file: Option<PathBuf>,
+    /// The trusted builds' cache public key (`ed25519:<base64>`, from `vouch cache
+    /// public-key`): an entry is served only when its signature verifies with it. A build
+    /// without --seal-key-file (a pull request's) needs it; with one, it must match.
+    #[arg(
+        long = "cache-public-key",
+        env = "VOUCH_CACHE_PUBLIC_KEY",
+        value_name = "KEY"
+    )]
+    pub public_key: Option<vouch_cache::EntryVerifier>,
     #[command(flatten)]
     pub scope: ScopeArgs,
 }
@@ -503,6 +513,25 @@ pub enum CacheCommand {
         /// Largest entry accepted (bytes); larger PUTs get 413.
         #[arg(long, default_value_t = vouch_cache::DEFAULT_MAX_ENTRY)]
         max_entry_bytes: usize,
+        /// File holding the trusted builds' seal key (32+ bytes): it signs the entries this
+        /// gateway writes (a gateway without it writes nothing).
+        #[arg(long, env = "VOUCH_SEAL_KEY_FILE", value_name = "FILE")]
+        seal_key_file: Option<PathBuf>,
+        /// The trusted builds' cache public key (`ed25519:<base64>`): every entry served must
+        /// verify with it.
+        #[arg(
+            long = "cache-public-key",
+            env = "VOUCH_CACHE_PUBLIC_KEY",
+            value_name = "KEY"
+        )]
+        public_key: Option<vouch_cache::EntryVerifier>,
+    },
+    /// Print the public key that checks cache entries signed with a seal key, for the
+    /// profile's `[workflows.cache] public_key` and `--cache-public-key`.
+    PublicKey {
+        /// File holding the trusted builds' seal key (the `VOUCH_SEAL_KEY` secret).
+        #[arg(long, env = "VOUCH_SEAL_KEY_FILE", value_name = "FILE")]
+        seal_key_file: PathBuf,
     },
     /// Print the environment that points a compiler cache at a gateway.
     Env {
@@ -725,6 +754,9 @@ pub struct ExplainArgs {
     /// The pull request was labelled after a /test of its previous head.
     #[arg(long)]
     pub previously_tested: bool,
+    /// A new head is pushed after the comment, before the record job reads the pull request.
+    #[arg(long)]
+    pub pushed_after_comment: bool,
     #[command(flatten)]
     pub common: Common,
 }
@@ -746,9 +778,6 @@ pub struct PolicyArgs {
     #[arg(long, short = 'R', value_name = "OWNER/NAME")]
     pub repo: Option<String>,
     /// The organization or user whose repository must have signed (OID .1.12 names one of
-    /// A new head is pushed after the comment, before the record job reads the pull request.
-    #[arg(long)]
-    pub pushed_after_comment: bool,
     /// theirs), as gh's `--owner`. Alone it accepts a build by any of the owner's repositories;
     /// `verify` without other evidence then looks the digest up in the owner's attestation
     /// store.

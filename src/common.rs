@@ -78,15 +78,50 @@ pub fn build_options(
 impl ToolEnvArgs {
     /// The seal key from `--seal-key-file`, when given.
     pub fn seal_key(&self) -> anyhow::Result<Option<std::sync::Arc<vouch_fs::seal::SealKey>>> {
-        let Some(path) = &self.seal_key_file else {
-            return Ok(None);
-        };
-        let bytes =
-            std::fs::read(path).with_context(|| format!("reading --seal-key-file {path:?}"))?;
-        let secret = bytes.trim_ascii_end();
-        let key = vouch_fs::seal::SealKey::new(secret)
-            .map_err(|e| UsageError(format!("--seal-key-file {path:?}: {e}")))?;
-        Ok(Some(std::sync::Arc::new(key)))
+        read_seal_key(self.seal_key_file.as_deref())
+    }
+}
+
+/// The seal key in `path` (`--seal-key-file`), when one is given.
+pub fn read_seal_key(
+    path: Option<&Path>,
+) -> anyhow::Result<Option<std::sync::Arc<vouch_fs::seal::SealKey>>> {
+    let Some(path) = path else {
+        return Ok(None);
+    };
+    let bytes = std::fs::read(path).with_context(|| format!("reading --seal-key-file {path:?}"))?;
+    let secret = bytes.trim_ascii_end();
+    let key = vouch_fs::seal::SealKey::new(secret)
+        .map_err(|e| UsageError(format!("--seal-key-file {path:?}: {e}")))?;
+    Ok(Some(std::sync::Arc::new(key)))
+}
+
+/// The keys a cache gateway runs with: the seal key signs (and its public half verifies);
+/// without it, the public key only verifies. A build whose policy writes needs the seal key,
+/// one whose policy reads needs one of the two: refused here rather than run as a cache that
+/// never hits, or silently writes what nothing will read.
+pub fn entry_keys(
+    seal_key_file: Option<&Path>,
+    public_key: Option<&vouch_cache::EntryVerifier>,
+    policy: &ScopePolicy,
+) -> anyhow::Result<vouch_cache::EntryKeys> {
+    if let Some(seal) = read_seal_key(seal_key_file)? {
+        return vouch_cache::EntryKeys::signing(&seal, public_key)
+            .map_err(|e| usage(format!("--cache-public-key: {e}")));
+    }
+    if policy.write.is_some() {
+        return Err(usage(format!(
+            "{}: this build writes the cache, and every entry must be signed with the trusted builds' key; give --seal-key-file (VOUCH_SEAL_KEY_FILE)",
+            policy.reason
+        )));
+    }
+    match public_key {
+        Some(v) => Ok(vouch_cache::EntryKeys::verifying(v.clone())),
+        None if policy.read.is_empty() => Ok(vouch_cache::EntryKeys::default()),
+        None => Err(usage(format!(
+            "{}: a cache entry is served only when it verifies with the trusted builds' public key; give --cache-public-key (VOUCH_CACHE_PUBLIC_KEY; `vouch cache public-key` prints it)",
+            policy.reason
+        ))),
     }
 }
 

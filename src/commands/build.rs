@@ -106,10 +106,16 @@ fn cache_setup(args: &BuildArgs) -> anyhow::Result<Option<vouch_cell::CacheSetup
         .scope
         .policy()
         .context("deciding the cache scope")?;
+    let keys = crate::common::entry_keys(
+        args.env.tools.seal_key_file.as_deref(),
+        args.cache.public_key.as_ref(),
+        &policy,
+    )?;
     Ok(Some(vouch_cell::CacheSetup {
         tool,
         store: crate::common::store_spec(store, args.cache.password_file.as_deref())?,
         policy,
+        keys,
     }))
 }
 

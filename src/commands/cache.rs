@@ -105,16 +105,20 @@ pub fn run(cmd: CacheCommand) -> anyhow::Result<ExitCode> {
             listen,
             url_file,
             max_entry_bytes,
+            seal_key_file,
+            public_key,
         } => {
             let store = store_spec(&store, password_file.as_deref())?;
             let policy = scope.policy()?;
+            let keys =
+                crate::common::entry_keys(seal_key_file.as_deref(), public_key.as_ref(), &policy)?;
             output::note(format!(
                 "scope: {} (write {}; read {:?})",
                 policy.reason,
                 policy.write.as_ref().map_or("-".into(), Scope::to_string),
                 policy.read.iter().map(Scope::as_str).collect::<Vec<_>>()
             ));
-            let gw = RunningGateway::start(&store, policy, listen, max_entry_bytes)?;
+            let gw = RunningGateway::start(&store, policy, keys, listen, max_entry_bytes)?;
             if let Some(f) = url_file {
                 vouch_fs::write_atomically(&f, gw.url.as_bytes(), vouch_fs::Mode::Private)
                     .with_context(|| format!("writing the gateway URL to {f:?}"))?;
@@ -143,6 +147,12 @@ pub fn run(cmd: CacheCommand) -> anyhow::Result<ExitCode> {
             let mut env = vouch_cache::tool_env(tool, &url, &local_dir, port);
             env.push(("VOUCH_COMPILER_LAUNCHER".into(), tool.name().into()));
             output::data(render_env(&env, format)?.trim_end_matches('\n'));
+            Ok(ExitCode::SUCCESS)
+        }
+        CacheCommand::PublicKey { seal_key_file } => {
+            let seal =
+                crate::common::read_seal_key(Some(&seal_key_file))?.expect("a path was given");
+            output::data(vouch_cache::EntrySigner::from_seal_key(&seal).verifier());
             Ok(ExitCode::SUCCESS)
         }
         CacheCommand::Stats {

@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::common::*;
-use crate::stores::Backing;
+use crate::stores::{Backing, MAIN_REF, PR7_REF};
 use crate::vouch_snapshot;
 use serde_json::Value;
 
@@ -67,6 +67,17 @@ impl Scenario {
 
     /// `vouch build` with the wrapper compiler; `cache` = (tool, store flags, scope flags).
     fn build(&self, source: &Path, out: &str, cache: Option<(&str, &Backing, &[&str])>) -> Value {
+        self.build_env(source, out, cache, &[])
+    }
+
+    /// [`Scenario::build`], then `env` on top (e.g. another seal key).
+    fn build_env(
+        &self,
+        source: &Path,
+        out: &str,
+        cache: Option<(&str, &Backing, &[&str])>,
+        env: &[(&str, &std::ffi::OsStr)],
+    ) -> Value {
         let mut cmd = vouch();
         cmd.arg("build")
             .arg("--source")
@@ -80,6 +91,9 @@ impl Scenario {
         if let Some((tool, store, scope)) = cache {
             cmd.args(["--cache", tool]).args(scope);
             store.apply(&mut cmd, scope);
+        }
+        for (k, v) in env {
+            cmd.env(k, v);
         }
         let r = run(&mut cmd);
         assert_eq!(r.code, 0, "build failed:\n{}", r.stderr);
@@ -126,12 +140,131 @@ fn assert_not_poisoned(tool: &str, kind: &str) {
         trusted, reference,
         "{kind}: the trusted wheel must not contain the PR's objects"
     );
-    assert_eq!(pr["gateway"]["write_scope"], "pr/7");
-    assert!(pr["gateway"]["writes"].as_u64().unwrap() > 0, "{pr}");
+    // Reads follow trust: nothing reads what a PR wrote, so a PR build writes nothing.
+    assert_eq!(pr["gateway"]["write_scope"], Value::Null);
+    assert_eq!(pr["gateway"]["writes"], 0, "{pr}");
     assert!(
-        !keys.is_empty() && keys.iter().all(|k| k.starts_with("pr/7/")),
-        "{kind}: PR wrote outside pr/7: {keys:?}"
+        pr["gateway"]["refused_writes"].as_u64().unwrap() > 0,
+        "{kind}: the tool tried to write and was refused: {pr}"
     );
+    assert!(keys.is_empty(), "{kind}: a PR build wrote {keys:?}");
+}
+
+/// Every entry a directory store holds in `branch/main`: (key, stored bytes).
+fn main_entries(store: &Path) -> Vec<(String, Vec<u8>)> {
+    let root = store.join("branch/main/@");
+    let mut out: Vec<(String, Vec<u8>)> = walkdir::WalkDir::new(&root)
+        .into_iter()
+        .filter_map(Result::ok)
+        .filter(|e| e.file_type().is_file())
+        .map(|e| {
+            let key = e.path().strip_prefix(&root).unwrap().display().to_string();
+            (key, std::fs::read(e.path()).unwrap())
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// Issue 31, reads follow trust. An attacker compiles the sample with the poisoning compiler,
+/// so its entries sit under exactly the keys a clean build looks up, signs them with a key of
+/// its own, and plants them straight into the store: in PR 7's scope (any run of PR 7 can, and
+/// a holder of a leaked credential), under main's key names in PR 7's own GitHub cache scope
+/// (which GitHub serves to PR 7's runs first), and in main's scope (any default-branch
+/// workflow can). Neither PR 7's vouched build nor a trusted build may serve one of them: both
+/// wheels equal the uncached build, with the planted entries counted as unauthenticated. A
+/// control run on a second store, planted the same way with the trusted key's entries, hits:
+/// so the planted entries were really in the reading path.
+fn planted_entries_are_never_served(tool: &str, kind: &str) {
+    let s = Scenario::new();
+    let reference = s.build(&s.original, "ref", None);
+    let attacker_key = s.dir.path().join("attacker-seal-key");
+    std::fs::write(&attacker_key, "an attacker's own key, 32 bytes or more").unwrap();
+    let evil_store = s.dir.path().join("evil-store");
+    s.poison(true);
+    let evil = s.build_env(
+        &s.original,
+        "evil",
+        Some((tool, &Backing::Dir(evil_store.clone()), TRUSTED)),
+        &[("VOUCH_SEAL_KEY_FILE", attacker_key.as_os_str())],
+    );
+    s.poison(false);
+    assert_ne!(
+        evil["sha256"], reference["sha256"],
+        "the attacker's objects differ"
+    );
+    let planted = main_entries(&evil_store);
+    assert!(!planted.is_empty());
+
+    let store = Backing::start(kind, s.dir.path());
+    for (key, data) in &planted {
+        store.plant(&format!("pr/7/@/{key}"), data, PR7_REF);
+        store.plant(&format!("branch/main/@/{key}"), data, PR7_REF);
+        store.plant(&format!("branch/main/@/{key}"), data, MAIN_REF);
+        // And raw, without vouch's frame, under the key of the tool's manifest or result.
+        store.plant(&format!("pr/7/@/{key}.raw"), &data[72..], PR7_REF);
+    }
+    for (scope, out) in [(PR7, "pr"), (TRUSTED, "trusted")] {
+        let built = s.build(&s.original, out, Some((tool, &store, scope)));
+        assert_eq!(
+            built["sha256"], reference["sha256"],
+            "{kind}: the {out} build served a planted entry"
+        );
+        let g = &built["cache"]["gateway"];
+        assert_eq!(g["hits"], 0, "{kind} {out}: {g}");
+        assert!(
+            g["unauthenticated"].as_u64().unwrap() > 0,
+            "{kind} {out}: {g}"
+        );
+        assert!(
+            g["layers"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|l| l["scope"] == "branch/main"),
+            "{kind} {out}: {g}"
+        );
+    }
+
+    // The control: the trusted key's own entries, planted the same way, are served.
+    let good_store = s.dir.path().join("good-store");
+    s.build(
+        &s.original,
+        "good",
+        Some((tool, &Backing::Dir(good_store.clone()), TRUSTED)),
+    );
+    let control_dir = s.dir.path().join("control");
+    std::fs::create_dir_all(&control_dir).unwrap();
+    let control = Backing::start(kind, &control_dir);
+    for (key, data) in main_entries(&good_store) {
+        control.plant(&format!("branch/main/@/{key}"), &data, MAIN_REF);
+    }
+    let pr = s.build(&s.original, "pr-control", Some((tool, &control, PR7)));
+    assert_eq!(pr["sha256"], reference["sha256"]);
+    let g = &pr["cache"]["gateway"];
+    assert!(
+        g["hits"].as_u64().unwrap() > 0,
+        "{kind}: the control missed: {g}"
+    );
+    assert_eq!(g["unauthenticated"], 0, "{kind}: {g}");
+}
+
+macro_rules! planted_tests {
+    ($($name:ident: $tool:literal on $kind:literal;)*) => {$(
+        #[test]
+        fn $name() {
+            planted_entries_are_never_served($tool, $kind);
+        }
+    )*};
+}
+
+planted_tests! {
+    issue31_planted_entries_ccache_directory_store: "ccache" on "directory";
+    issue31_planted_entries_ccache_redis_store: "ccache" on "redis";
+    issue31_planted_entries_ccache_s3_store_on_moto: "ccache" on "s3";
+    issue31_planted_entries_ccache_gcs_store_on_gcs_emulator: "ccache" on "gcs";
+    issue31_planted_entries_ccache_github_cache_double: "ccache" on "gha";
+    issue31_planted_entries_sccache_github_cache_double: "sccache" on "gha";
 }
 
 /// The same scenario with the scopes swapped the wrong way (the PR build given the trusted
@@ -197,7 +330,7 @@ fn compile_counts(record: &Value) -> (u64, u64) {
 }
 
 /// Trusted build fills branch/main; a PR changing one C file hits for every other translation
-/// unit and writes only pr/7; a fresh trusted rebuild of the original hits 100% and is
+/// unit and writes nothing; a fresh trusted rebuild of the original hits 100% and is
 /// byte-identical.
 fn warm_and_pr_hit_rates(tool: &str, kind: &str) {
     let s = Scenario::new();
@@ -228,9 +361,10 @@ fn warm_and_pr_hit_rates(tool: &str, kind: &str) {
         "_native.c hits branch/main, checksum.c misses"
     );
     let layers = &pr["cache"]["gateway"]["layers"];
-    assert_eq!(layers[0]["scope"], "pr/7");
-    assert_eq!(layers[1]["scope"], "branch/main");
-    assert!(layers[1]["hits"].as_u64().unwrap() >= 1, "{layers}");
+    assert_eq!(layers.as_array().unwrap().len(), 1, "{layers}");
+    assert_eq!(layers[0]["scope"], "branch/main");
+    assert!(layers[0]["hits"].as_u64().unwrap() >= 1, "{layers}");
+    assert_eq!(pr["cache"]["gateway"]["writes"], 0);
 
     let second = s.build(&s.original, "t2", Some((tool, &store, TRUSTED)));
     assert_eq!(compile_counts(&second), (2, 0), "warm rebuild: 100% hits");
@@ -243,12 +377,7 @@ fn warm_and_pr_hit_rates(tool: &str, kind: &str) {
         1,
         "a trusted build reads only its own scope"
     );
-    assert!(
-        store
-            .keys()
-            .iter()
-            .all(|k| !k.starts_with("pr/") || k.starts_with("pr/7/"))
-    );
+    assert!(store.keys().iter().all(|k| k.starts_with("branch/main/")));
 }
 
 #[test]
@@ -351,8 +480,17 @@ fn cache_check_redis_granted_user_passes_trusted_user_fails() {
     let good = check(&granted);
     assert_eq!(good.code, 0, "{}\n{}", good.stdout, good.stderr);
     assert_eq!(good.json()["fenced"], true);
-    assert_eq!(good.json()["probes"][0]["scope"], "pr/7");
-    assert_eq!(good.json()["probes"][0]["can_write"], true);
+    // A PR build writes nothing, so its credential writes nowhere.
+    let probes = good.json()["probes"].clone();
+    assert_eq!(probes[0]["scope"], "branch/main");
+    assert!(
+        probes
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|p| p["may_write"] == false && p["can_write"] == false),
+        "{probes}"
+    );
 
     // The trusted credential (the push builds'): it can write everything.
     let trusted = check(&["--cache-store".into(), redis.url()]);
@@ -387,9 +525,12 @@ fn cache_check_redis_granted_user_passes_trusted_user_fails() {
             as_pr(denied)
         );
     }
+    // Issue 31: the password travels in a public artifact, so it reads and writes nothing
+    // a stranger could use: not even its own PR's scope (which no build reads).
     assert!(as_pr(&["SET", "branch/main/x", "p"]).contains("NOPERM"));
-    assert_eq!(as_pr(&["SET", "pr/7/x", "p"]).trim(), "OK");
-    as_pr(&["DEL", "pr/7/x"]);
+    assert!(as_pr(&["SET", "pr/7/x", "p"]).contains("NOPERM"));
+    assert!(as_pr(&["GET", "pr/7/x"]).contains("NOPERM"));
+    assert!(!as_pr(&["GET", "branch/main/x"]).contains("NOPERM"));
     // A hand-made credential that may write every branch is caught the same way.
     redis.cli(&[
         "ACL",
@@ -424,16 +565,23 @@ fn cache_check_redis_granted_user_passes_trusted_user_fails() {
         "probes leave nothing behind (only the grant's expiry record)"
     );
 
-    // The granted user works through a build's gateway, and writes only pr/7.
+    // The granted user works through a build's gateway: it reads what the trusted build
+    // signed into branch/main, and writes nothing.
+    let main = serve(dir.path(), redis.url(), TRUSTED);
+    let c = reqwest::Client::new();
+    let (code, _) = request(&c, "PUT", &format!("{}/kv/k", main.url), Some("v"));
+    assert_eq!(code, 201);
     let served = serve(
         dir.path(),
         &pr_store,
         &[PR7, &["--password-file", pw_file.to_str().unwrap()]].concat(),
     );
-    let c = reqwest::Client::new();
-    let (code, _) = request(&c, "PUT", &format!("{}/kv/k", served.url), Some("v"));
-    assert_eq!(code, 201);
-    assert_eq!(redis.cli(&["--raw", "GET", "pr/7/@/kv/k"]).trim(), "v");
+    assert_eq!(
+        request(&c, "GET", &format!("{}/kv/k", served.url), None),
+        (200, "v".into())
+    );
+    let (code, _) = request(&c, "PUT", &format!("{}/kv/n", served.url), Some("v"));
+    assert_eq!(code, 403);
 
     // Expiry: a grant's user outlives its marker only until the next grant sweeps it.
     redis.cli(&["DEL", "vouch-grants/vouch-pr-7"]);
@@ -480,18 +628,16 @@ fn cache_check_s3_granted_policy_passes_trusted_fails_on_moto() {
     ]));
     assert_eq!(grant.code, 0, "{}", grant.stderr);
     let policy: Value = serde_json::from_str(&grant.stdout).unwrap();
+    // Issue 31: read-only, on the branch scope trusted builds write.
     assert_eq!(
-        policy["Statement"][1]["Resource"],
-        serde_json::json!(["arn:aws:s3:::vouch-cache/vouch/pr/7/*"])
+        policy["Statement"][0]["Resource"],
+        serde_json::json!(["arn:aws:s3:::vouch-cache/vouch/branch/main/*"])
     );
+    assert!(!grant.stdout.contains("PutObject"), "{}", grant.stdout);
     let pr7 = moto.user("pr7", &grant.stdout);
     let trusted = moto.user(
         "trusted",
         r#"{"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "s3:*", "Resource": ["arn:aws:s3:::vouch-cache", "arn:aws:s3:::vouch-cache/*"]}]}"#,
-    );
-    moto.boto(
-        r#"s3.put_object(Bucket="vouch-cache", Key="vouch/branch/main/@/kv/k", Body=b"main")"#,
-        &[],
     );
     moto.enforce_iam();
     let flags = |(id, secret): &(String, String), name: &str| {
@@ -504,11 +650,24 @@ fn cache_check_s3_granted_policy_passes_trusted_fails_on_moto() {
             f.display().to_string(),
         ]
     };
+    // The trusted build signs main's entry (through its gateway, with the s3:* user).
+    let tflags = flags(&trusted, "trusted");
+    let main_args: Vec<&str> = TRUSTED
+        .iter()
+        .copied()
+        .chain(tflags[2..].iter().map(String::as_str))
+        .collect();
+    let main = serve(dir.path(), moto.spec(&trusted.0), &main_args);
+    let c = reqwest::Client::new();
+    assert_eq!(
+        request(&c, "PUT", &format!("{}/kv/k", main.url), Some("main")).0,
+        201
+    );
     let good = check(&flags(&pr7, "pr7"));
     assert_eq!(good.code, 0, "{}\n{}", good.stdout, good.stderr);
     assert_eq!(
         good.json()["probes"][0]["can_write"],
-        true,
+        false,
         "{}",
         good.stdout
     );
@@ -521,7 +680,7 @@ fn cache_check_s3_granted_policy_passes_trusted_fails_on_moto() {
         "probes leave nothing behind"
     );
 
-    // Through a gateway, the granted key reads main and writes only pr/7.
+    // Through a gateway, the granted key reads main and writes nothing.
     let served = serve(
         dir.path(),
         moto.spec(&pr7.0),
@@ -531,7 +690,6 @@ fn cache_check_s3_granted_policy_passes_trusted_fails_on_moto() {
         ]
         .concat(),
     );
-    let c = reqwest::Client::new();
     assert_eq!(
         request(&c, "GET", &format!("{}/kv/k", served.url), None),
         (200, "main".into())
@@ -542,9 +700,9 @@ fn cache_check_s3_granted_policy_passes_trusted_fails_on_moto() {
     );
     assert_eq!(
         request(&c, "PUT", &format!("{}/kv/n", served.url), Some("x")).0,
-        201
+        403
     );
-    assert_eq!(moto.keys(), ["branch/main/@/kv/k", "pr/7/@/kv/n"]);
+    assert_eq!(moto.keys(), ["branch/main/@/kv/k"]);
 }
 
 /// GCS: the emulator has no IAM (every write is accepted), so `cache check` must find the
@@ -573,15 +731,12 @@ fn cache_check_gcs_emulator_without_iam_fails_closed() {
     assert_eq!(grant.code, 0, "{}", grant.stderr);
     let doc: Value = serde_json::from_str(&grant.stdout).unwrap();
     assert_eq!(doc["version"], 3);
-    assert_eq!(doc["bindings"][0]["role"], "roles/storage.objectUser");
+    // Issue 31: one read-only binding, on the branch scope trusted builds write.
+    assert_eq!(doc["bindings"].as_array().unwrap().len(), 1, "{doc}");
+    assert_eq!(doc["bindings"][0]["role"], "roles/storage.objectViewer");
     assert_eq!(
         doc["bindings"][0]["condition"]["expression"],
-        "resource.name.startsWith(\"projects/_/buckets/vouch-cache/objects/vouch/pr/7/\")"
-    );
-    assert_eq!(
-        doc["bindings"][1]["condition"]["expression"],
-        "resource.name.startsWith(\"projects/_/buckets/vouch-cache/objects/vouch/pr/7/\") || \
-         resource.name.startsWith(\"projects/_/buckets/vouch-cache/objects/vouch/branch/main/\")"
+        "resource.name.startsWith(\"projects/_/buckets/vouch-cache/objects/vouch/branch/main/\")"
     );
 }
 
@@ -666,18 +821,16 @@ fn gateway_bounds_entries_and_layers_reads() {
     });
     assert_eq!((big, small), (413, 201));
     assert_eq!(pr_get, "main entry", "a PR reads the trusted scope");
-    assert_eq!((pr_put, pr_get_own), (201, 200));
     assert_eq!(
-        main_get_pr, 404,
-        "a trusted build never sees a PR's entries"
+        (pr_put, pr_get_own),
+        (403, 404),
+        "a PR build writes nothing"
     );
-    assert_eq!(stats["layers"][0]["scope"], "pr/7");
+    assert_eq!(main_get_pr, 404);
+    assert_eq!(stats["layers"][0]["scope"], "branch/main");
     assert_eq!(stats["layers"][0]["hits"], 1);
-    assert_eq!(stats["layers"][1]["hits"], 1);
-    assert!(
-        store.join("pr/7/@/ccache/bb/pr-only").is_file()
-            && store.join("branch/main/@/ccache/aa/small").is_file()
-    );
+    assert!(!store.join("pr").exists());
+    assert!(store.join("branch/main/@/ccache/aa/small").is_file());
     assert!(!store.join("branch/main/@/ccache/aa/big").exists());
     let md = run(vouch().args(["cache", "stats", "--markdown", "--url", &pr.url]));
     assert_eq!(md.code, 0, "{}", md.stderr);
@@ -1317,7 +1470,7 @@ fn cache_check_github_cache_judges_the_trigger() {
             .env("ACTIONS_RESULTS_URL", double.url())
             .env(
                 "ACTIONS_RUNTIME_TOKEN",
-                double.token(Some(crate::stores::MAIN_REF), &[crate::stores::MAIN_REF]),
+                double.token(Some(MAIN_REF), &[MAIN_REF]),
             )
             .env_remove("GITHUB_SERVER_URL"))
     };
@@ -1367,12 +1520,11 @@ fn github_cache_double_scopes_pr_entries_to_the_merge_ref() {
     let refs: std::collections::BTreeSet<String> =
         double.entries().into_iter().map(|e| e.scope_ref).collect();
     assert!(
-        refs.iter()
-            .all(|r| r == crate::stores::MAIN_REF || r == crate::stores::PR7_REF),
+        refs.iter().all(|r| r == MAIN_REF || r == PR7_REF),
         "{refs:?}"
     );
     assert!(double.entries().iter().all(|e| {
         let k = e.key.trim_start_matches('/');
-        (e.scope_ref == crate::stores::MAIN_REF) == k.starts_with("vouch/branch/main/")
+        (e.scope_ref == MAIN_REF) == k.starts_with("vouch/branch/main/")
     }));
 }

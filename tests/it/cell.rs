@@ -47,7 +47,9 @@ fn toolchain_install(profile: &Path, cache: &Path) -> std::process::Command {
 
 /// `vouch build --cell` of `source` into `out`, with ccache through a directory store.
 fn build_cell(profile: &Path, source: &Path, out: &Path, store: &Path, extra: &[&str]) -> Run {
-    run(vouch()
+    let mut cmd = vouch();
+    cache_keys(&mut cmd, TRUSTED);
+    run(cmd
         .args(["build", "--json", "--cell", &cell(), "--profile"])
         .arg(profile)
         .arg("--source")
@@ -439,7 +441,9 @@ fn the_sample_builds_as_a_cell_without_a_toolchain() {
     let profile = repo_root().join("pyproject-templates/sample/vouch.toml");
     let cell = format!("cpu-py{}-linux-64", python_minor());
     let build = |out: &str| {
-        run(vouch()
+        let mut cmd = vouch();
+        cache_keys(&mut cmd, &["pull_request"]);
+        run(cmd
             .args(["build", "--json", "--cell", &cell, "--profile"])
             .arg(&profile)
             .arg("--source")
@@ -652,7 +656,9 @@ fn build_cell_cached(
     out: &str,
     scope: &[&str],
 ) -> serde_json::Value {
-    let r = run(vouch()
+    let mut cmd = vouch();
+    cache_keys(&mut cmd, scope);
+    let r = run(cmd
         .args(["build", "--json", "--cell", &cell(), "--profile"])
         .arg(profile)
         .arg("--source")

@@ -316,9 +316,29 @@ impl Drop for RedisServer {
     }
 }
 
+/// The suite's seal key for trusted cache builds (a fixture, not a secret), and the public key
+/// `vouch cache public-key` derives from it (a test holds the two equal).
+pub fn test_seal_key() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/cache-seal-key")
+}
+pub const TEST_CACHE_PUBLIC_KEY: &str = "ed25519:0RkOBSBE1Zm8j1K/foEzQao6LsBDpz3bnkfmllfrGno=";
+
+/// Gives a cache build or gateway under the scope flags `scope` the keys its trust level
+/// has, as the generated workflows do: a pull request's only the public key, anything else
+/// (trusted) the seal key, which signs.
+pub fn cache_keys(cmd: &mut Command, scope: &[&str]) {
+    if scope.contains(&"pull_request") {
+        cmd.env("VOUCH_CACHE_PUBLIC_KEY", TEST_CACHE_PUBLIC_KEY)
+            .env_remove("VOUCH_SEAL_KEY_FILE");
+    } else {
+        cmd.env("VOUCH_SEAL_KEY_FILE", test_seal_key())
+            .env_remove("VOUCH_CACHE_PUBLIC_KEY");
+    }
+}
+
 /// `vouch cache serve` scope flags: a trusted push to main.
 pub const TRUSTED: &[&str] = &["--event", "push", "--ref", "refs/heads/main"];
-/// A pull request #7 against main: reads pr/7, branch/main; writes pr/7 only.
+/// A pull request #7 against main: reads branch/main only, writes nothing.
 pub const PR7: &[&str] = &[
     "--event",
     "pull_request",
@@ -350,7 +370,9 @@ pub fn serve(dir: &Path, store: impl AsRef<std::ffi::OsStr>, args: &[&str]) -> S
         "url-{}",
         args.join("-").replace(['/', ':', '.'], "_")
     ));
-    let child = Command::new(env!("CARGO_BIN_EXE_vouch"))
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_vouch"));
+    cache_keys(&mut cmd, args);
+    let child = cmd
         .args(["cache", "serve", "--cache-store"])
         .arg(store)
         .args(args)

@@ -68,6 +68,7 @@ fn build(dir: &Path, src: &Path, out: &str, scope: Option<&[&str]>) -> Built {
         cmd.args(["--cache", "ccache", "--cache-store"])
             .arg(dir.join("store"))
             .args(scope);
+        cache_keys(&mut cmd, scope);
     }
     let r = run(&mut cmd);
     assert_eq!(r.code, 0, "{out}: {}", r.stderr);

@@ -1,6 +1,9 @@
 //! `vouch cache check`: the credential, not the gateway, is the fence. Probe whether the
 //! credential this job holds can write a scope it must not, fail closed if it can, and leave
-//! nothing behind.
+//! nothing behind: each probe is removed, and where the store can expire a write (Redis) it is
+//! written to expire on its own too, so a credential that may write but not delete leaves no
+//! probe in a trusted scope for longer than [`PROBE_TTL`]. (A probe is never served to a build
+//! either way: it carries no entry frame, see `crate::entry`.)
 
 use serde::Serialize;
 
@@ -31,6 +34,9 @@ pub struct CheckReport {
 
 const PROBE_KEY: &str = ".vouch-fence-probe";
 
+/// How long a probe outlives a failed removal, where the store can expire a write.
+pub const PROBE_TTL: std::time::Duration = std::time::Duration::from_secs(300);
+
 /// The scopes a build under `trigger` must never write: the trusted branches, another PR, and
 /// any other branch or tag (a credential fenced only for the default branch would still let a
 /// PR pre-fill the scope of the next release tag).
@@ -55,7 +61,10 @@ pub async fn check_fence(
 ) -> Result<CheckReport, StoreError> {
     let store = AnyStore::open(spec).await?;
     let probes = match spec.fence() {
-        Fence::Probe => probe(&store, policy, forbidden).await,
+        Fence::Probe => {
+            let expiring = spec.open_expiring(PROBE_TTL)?;
+            probe(&store, expiring.as_ref(), policy, forbidden).await
+        }
         Fence::Platform => platform(trigger),
     };
     let fenced = probes.iter().all(|p| {
@@ -73,7 +82,12 @@ pub async fn check_fence(
     })
 }
 
-async fn probe(store: &AnyStore, policy: &ScopePolicy, forbidden: &[Scope]) -> Vec<Probe> {
+async fn probe(
+    store: &AnyStore,
+    expiring: Option<&AnyStore>,
+    policy: &ScopePolicy,
+    forbidden: &[Scope],
+) -> Vec<Probe> {
     let mut targets: Vec<(Scope, bool)> = forbidden
         .iter()
         .filter(|s| Some(*s) != policy.write.as_ref())
@@ -86,11 +100,16 @@ async fn probe(store: &AnyStore, policy: &ScopePolicy, forbidden: &[Scope]) -> V
     let mut probes = Vec::new();
     for (scope, may_write) in targets {
         let path = crate::store::object_path(&scope, PROBE_KEY);
-        // Straight to the service: the store's own `put` takes "already exists" as done.
-        let written = store
-            .write(&path, "probe".into())
-            .await
-            .map_err(|e| store.error("write", path.clone(), e));
+        // Straight to the service: the store's own `put` takes "already exists" as done. An
+        // expiring write first; a credential refused that one (Redis: SETEX not granted) is
+        // asked the plain write too, since that is what a build's writes would be.
+        let written = match expiring {
+            Some(e) => match write_probe(e, &path).await {
+                Err(err) if e.denied(&err) => write_probe(store, &path).await,
+                other => other,
+            },
+            None => write_probe(store, &path).await,
+        };
         let (can_write, inconclusive, detail) = match written {
             Ok(()) => match op.delete(&path).await {
                 Ok(()) => (true, false, "write accepted (probe removed)".to_owned()),
@@ -123,6 +142,13 @@ async fn probe(store: &AnyStore, policy: &ScopePolicy, forbidden: &[Scope]) -> V
         });
     }
     probes
+}
+
+async fn write_probe(store: &AnyStore, path: &str) -> Result<(), StoreError> {
+    store
+        .write(path, "probe".into())
+        .await
+        .map_err(|e| store.error("write", path.to_owned(), e))
 }
 
 /// The GitHub cache cannot be probed (no delete), and needs not be: GitHub scopes a run's

@@ -10,6 +10,11 @@
 //! key is. Every namespace gets the same scopes, key rule ([`check_key`]), size cap and
 //! counters, because it is the same handler: there is no per-namespace code to drift apart.
 //!
+//! Every entry is signed ([`crate::entry`]): a PUT is signed with the build's [`EntrySigner`]
+//! (refused without one), and a read serves only an entry whose signature verifies with the
+//! build's [`EntryVerifier`]; every other stored entry is a miss, counted as
+//! `unauthenticated`, never an error.
+//!
 //! Loopback is not a fence on a shared host: any local user can connect. So every URL the
 //! gateway hands out starts with a random per-run secret path segment, and a request without
 //! it is refused before it reaches the store.
@@ -24,6 +29,7 @@ use axum::http::{Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 
+use crate::entry::{self, EntryKeys};
 use crate::store::{AnyStore, CacheStore, StoreError, check_key};
 use crate::{Scope, ScopePolicy};
 
@@ -78,6 +84,7 @@ pub struct Counters {
     scopes: Vec<Scope>,
     layers: Vec<Layer>,
     misses: AtomicU64,
+    unauthenticated: AtomicU64,
     writes: AtomicU64,
     bytes_written: AtomicU64,
     refused_writes: AtomicU64,
@@ -102,6 +109,10 @@ pub struct GatewayStats {
     pub layers: Vec<LayerStats>,
     pub hits: u64,
     pub misses: u64,
+    /// Entries found but not served: no valid tag for this build (planted, replayed, written
+    /// without the key, or by an older vouch). Each one is also a miss, or a hit lower down.
+    #[serde(default)]
+    pub unauthenticated: u64,
     pub writes: u64,
     pub bytes_written: u64,
     pub refused_writes: u64,
@@ -123,17 +134,25 @@ impl GatewayStats {
 struct Gateway<S> {
     store: S,
     policy: ScopePolicy,
+    keys: EntryKeys,
     secret: Secret,
     counters: Counters,
     max_entry: usize,
 }
 
 impl<S: CacheStore> Gateway<S> {
-    fn new(store: S, policy: ScopePolicy, max_entry: usize, secret: Secret) -> Self {
+    fn new(
+        store: S,
+        policy: ScopePolicy,
+        keys: EntryKeys,
+        max_entry: usize,
+        secret: Secret,
+    ) -> Self {
         let counters = Counters {
             layers: policy.read.iter().map(|_| Layer::default()).collect(),
             scopes: policy.read.clone(),
             misses: AtomicU64::new(0),
+            unauthenticated: AtomicU64::new(0),
             writes: AtomicU64::new(0),
             bytes_written: AtomicU64::new(0),
             refused_writes: AtomicU64::new(0),
@@ -145,6 +164,7 @@ impl<S: CacheStore> Gateway<S> {
         Gateway {
             store,
             policy,
+            keys,
             secret,
             counters,
             max_entry,
@@ -169,6 +189,7 @@ impl<S: CacheStore> Gateway<S> {
             hits: layers.iter().map(|l| l.hits).sum(),
             layers,
             misses: c.misses.load(Ordering::Relaxed),
+            unauthenticated: c.unauthenticated.load(Ordering::Relaxed),
             writes: c.writes.load(Ordering::Relaxed),
             bytes_written: c.bytes_written.load(Ordering::Relaxed),
             refused_writes: c.refused_writes.load(Ordering::Relaxed),
@@ -203,26 +224,16 @@ impl<S: CacheStore> Gateway<S> {
             if check_key(key).is_err() {
                 return StatusCode::NOT_FOUND.into_response();
             }
-            for (i, scope) in self.policy.read.iter().enumerate() {
-                let found = if method == Method::HEAD {
-                    self.store
-                        .exists(scope, key)
-                        .await
-                        .map(|e| e.then(bytes::Bytes::new))
-                } else {
-                    self.store.get(scope, key).await
-                };
-                match found {
-                    Ok(Some(data)) => {
-                        let layer = &self.counters.layers[i];
-                        layer.hits.fetch_add(1, Ordering::Relaxed);
-                        layer.bytes.fetch_add(data.len() as u64, Ordering::Relaxed);
-                        tracing::debug!(%scope, key, "hit");
-                        return (StatusCode::OK, data).into_response();
-                    }
-                    Ok(None) => {}
-                    Err(e) => return self.store_error(e),
+            match self.lookup(key).await {
+                Ok(Some((i, data))) => {
+                    let layer = &self.counters.layers[i];
+                    layer.hits.fetch_add(1, Ordering::Relaxed);
+                    layer.bytes.fetch_add(data.len() as u64, Ordering::Relaxed);
+                    tracing::debug!(scope = %self.policy.read[i], key, "hit");
+                    return (StatusCode::OK, data).into_response();
                 }
+                Ok(None) => {}
+                Err(e) => return self.store_error(e),
             }
             self.counters.misses.fetch_add(1, Ordering::Relaxed);
             return StatusCode::NOT_FOUND.into_response();
@@ -245,7 +256,17 @@ impl<S: CacheStore> Gateway<S> {
                     return StatusCode::PAYLOAD_TOO_LARGE.into_response();
                 }
             };
+            let Some(signer) = &self.keys.signer else {
+                // Unsigned, it would never be served: a build without the key writes nothing.
+                self.counters.refused_writes.fetch_add(1, Ordering::Relaxed);
+                return (
+                    StatusCode::FORBIDDEN,
+                    "this build cannot sign cache entries",
+                )
+                    .into_response();
+            };
             let len = data.len() as u64;
+            let data = entry::frame(signer, scope, key, &data);
             return match self.store.put(scope, key, data).await {
                 Ok(()) => {
                     self.counters.writes.fetch_add(1, Ordering::Relaxed);
@@ -294,22 +315,39 @@ impl<S: CacheStore> Gateway<S> {
         if check_key(key).is_err() {
             return StatusCode::NOT_FOUND.into_response();
         }
-        for scope in &self.policy.read {
-            match self.store.get(scope, key).await {
-                Ok(Some(data)) => {
-                    return multistatus(
-                        path,
-                        &format!(
-                            "<D:resourcetype/><D:getcontentlength>{}</D:getcontentlength>",
-                            data.len()
-                        ),
-                    );
+        match self.lookup(key).await {
+            Ok(Some((_, data))) => multistatus(
+                path,
+                &format!(
+                    "<D:resourcetype/><D:getcontentlength>{}</D:getcontentlength>",
+                    data.len()
+                ),
+            ),
+            Ok(None) => StatusCode::NOT_FOUND.into_response(),
+            Err(e) => self.store_error(e),
+        }
+    }
+
+    /// The first entry under `key` in the read scopes, in order, that this build may use, with
+    /// its layer. An entry this build may not use (see [`entry::open`]) is counted and passed
+    /// over, so a planted entry in an upper layer cannot hide a good one below it. A read, not
+    /// a stat, even for HEAD: whether an entry exists says nothing about whether it verifies.
+    async fn lookup(&self, key: &str) -> Result<Option<(usize, bytes::Bytes)>, StoreError> {
+        for (i, scope) in self.policy.read.iter().enumerate() {
+            let Some(stored) = self.store.get(scope, key).await? else {
+                continue;
+            };
+            match entry::open(self.keys.verifier.as_ref(), scope, key, stored) {
+                Ok(data) => return Ok(Some((i, data))),
+                Err(why) => {
+                    self.counters
+                        .unauthenticated
+                        .fetch_add(1, Ordering::Relaxed);
+                    tracing::warn!(%scope, key, ?why, "passed over a cache entry this build cannot authenticate");
                 }
-                Ok(None) => {}
-                Err(e) => return self.store_error(e),
             }
         }
-        StatusCode::NOT_FOUND.into_response()
+        Ok(None)
     }
 }
 
@@ -326,13 +364,14 @@ async fn handler<S: CacheStore>(
 pub fn router<S: CacheStore>(
     store: S,
     policy: ScopePolicy,
+    keys: EntryKeys,
     max_entry: usize,
     secret: Secret,
 ) -> (
     axum::Router,
     impl Fn() -> GatewayStats + Send + Sync + 'static,
 ) {
-    let g = Arc::new(Gateway::new(store, policy, max_entry, secret));
+    let g = Arc::new(Gateway::new(store, policy, keys, max_entry, secret));
     let stats_g = g.clone();
     let router = axum::Router::new().fallback(handler::<S>).with_state(g);
     (router, move || stats_g.stats())
@@ -372,6 +411,7 @@ impl RunningGateway {
     pub fn start(
         store_spec: &crate::StoreSpec,
         policy: ScopePolicy,
+        keys: EntryKeys,
         listen: SocketAddr,
         max_entry: usize,
     ) -> Result<RunningGateway, GatewayError> {
@@ -407,7 +447,7 @@ impl RunningGateway {
             .map_err(GatewayError::Runtime)?;
         let store = rt.block_on(AnyStore::open(store_spec))?;
         let url = format!("http://{addr}/{}", secret.as_str());
-        let (router, stats) = router(store, policy, max_entry, secret);
+        let (router, stats) = router(store, policy, keys, max_entry, secret);
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
         let thread = std::thread::spawn(move || {
             rt.block_on(async move {
@@ -526,8 +566,27 @@ mod tests {
         policy("push", "refs/heads/main", None)
     }
 
+    fn seal(b: u8) -> vouch_fs::seal::SealKey {
+        vouch_fs::seal::SealKey::new(&[b; 32]).unwrap()
+    }
+
+    fn signer(b: u8) -> entry::EntrySigner {
+        entry::EntrySigner::from_seal_key(&seal(b))
+    }
+
+    /// Trusted builds hold the signer (seal key 1); pull-request builds only its public half.
     fn gateway(policy: ScopePolicy, store: MemStore, max_entry: usize) -> Gateway<MemStore> {
-        Gateway::new(store, policy, max_entry, Secret("ab12".into()))
+        let keys = if policy.write.is_some() {
+            EntryKeys::signing(&seal(1), None).unwrap()
+        } else {
+            EntryKeys::verifying(signer(1).verifier())
+        };
+        Gateway::new(store, policy, keys, max_entry, Secret("ab12".into()))
+    }
+
+    /// A stored entry as a gateway holding seal key `k` writes it.
+    fn framed(k: u8, scope: &str, key: &str, payload: &str) -> bytes::Bytes {
+        entry::frame(&signer(k), &scope.parse().unwrap(), key, payload.as_bytes())
     }
 
     async fn call(
@@ -552,57 +611,121 @@ mod tests {
 
     #[tokio::test]
     async fn kv_put_lands_in_the_write_scope_under_kv() {
-        let g = gateway(pr7(), MemStore::default(), 1024);
+        let g = gateway(trusted(), MemStore::default(), 1024);
         let path = format!("/ab12/{KERNEL}");
         assert_eq!(call(&g, Method::PUT, &path, "cubin").await.0, 201);
-        assert_eq!(g.store.keys(), [format!("pr/7/{KERNEL}")]);
+        assert_eq!(g.store.keys(), [format!("branch/main/{KERNEL}")]);
         assert_eq!(
             call(&g, Method::GET, &path, "").await,
             (200, "cubin".into())
         );
-        assert_eq!(call(&g, Method::HEAD, &path, "").await, (200, "".into()));
-        // Keys are content hashes: writing one again is not an error.
+        assert_eq!(call(&g, Method::HEAD, &path, "").await.0, 200);
+        // Writing a key again is not an error (the first entry stays; reads check it).
         assert_eq!(call(&g, Method::PUT, &path, "cubin").await.0, 201);
         let st = g.stats();
         assert_eq!((st.writes, st.bytes_written, st.hits), (2, 10, 2));
-        assert_eq!(st.layers[0].scope, "pr/7");
+        assert_eq!(st.layers[0].scope, "branch/main");
     }
 
     #[tokio::test]
-    async fn kv_reads_fall_through_and_a_trusted_build_never_reads_a_pr_scope() {
-        let entries = [
-            ("branch/main/kv/k.cubin", "main's"),
-            ("pr/7/kv/k.cubin", "the PR's"),
-            ("pr/7/kv/pr-only.cubin", "the PR's"),
-            ("branch/main/kv/main-only.cubin", "main's"),
-            ("branch/main/ccache/c1", "a ccache entry"),
-        ];
-        let pr = gateway(pr7(), MemStore::with(&entries), 1024);
-        async fn get(g: &Gateway<MemStore>, key: &str) -> (u16, bytes::Bytes) {
-            call(g, Method::GET, &format!("/ab12/kv/{key}"), "").await
+    async fn issue31_a_pr_build_never_reads_a_pr_scope_and_writes_nothing() {
+        let mem = MemStore::default();
+        {
+            let mut m = mem.0.lock().unwrap();
+            // What any run of PR 7 (or a holder of a leaked PR credential) could plant: even
+            // an entry signed with the trusted key (copied from elsewhere) is not read here.
+            m.insert("pr/7/kv/k.cubin".into(), "planted".into());
+            m.insert(
+                "pr/7/kv/pr-only.cubin".into(),
+                framed(1, "pr/7", "kv/pr-only.cubin", "planted"),
+            );
+            m.insert(
+                "branch/main/kv/k.cubin".into(),
+                framed(1, "branch/main", "kv/k.cubin", "main's"),
+            );
         }
-        assert_eq!(get(&pr, "main-only.cubin").await, (200, "main's".into()));
-        assert_eq!(get(&pr, "k.cubin").await, (200, "the PR's".into()));
-        let t = gateway(trusted(), MemStore::with(&entries), 1024);
-        assert_eq!(get(&t, "k.cubin").await, (200, "main's".into()));
-        assert_eq!(get(&t, "pr-only.cubin").await.0, 404);
+        let pr = gateway(pr7(), mem, 1024);
+        let get = |key: &'static str| {
+            let pr = &pr;
+            async move { call(pr, Method::GET, &format!("/ab12/kv/{key}"), "").await }
+        };
+        assert_eq!(get("k.cubin").await, (200, "main's".into()));
+        assert_eq!(get("pr-only.cubin").await.0, 404);
         assert_eq!(
-            call(&t, Method::HEAD, "/ab12/kv/pr-only.cubin", "").await.0,
+            call(&pr, Method::HEAD, "/ab12/kv/pr-only.cubin", "")
+                .await
+                .0,
             404
         );
-        // The kv namespace never reaches a compiler cache's entries.
-        assert_eq!(get(&t, "c1").await.0, 404);
-        assert_eq!(get(&t, "ccache/c1").await.0, 404);
-        let (p, t) = (pr.stats(), t.stats());
-        let hits = |s: &GatewayStats| {
-            s.layers
-                .iter()
-                .map(|l| (l.scope.clone(), l.hits))
-                .collect::<Vec<_>>()
+        assert_eq!(
+            call(&pr, Method::PUT, "/ab12/kv/new.cubin", "x").await.0,
+            403
+        );
+        let st = pr.stats();
+        let layers: Vec<&str> = st.layers.iter().map(|l| l.scope.as_str()).collect();
+        assert_eq!(layers, ["branch/main"]);
+        assert_eq!((st.hits, st.misses, st.refused_writes), (1, 2, 1));
+    }
+
+    /// What the PR's build (verifier only) and a trusted build (signer) serve from the default
+    /// branch's scope when anything but the trusted signer wrote there.
+    #[tokio::test]
+    async fn issue31_reads_serve_only_entries_signed_by_the_trusted_key() {
+        let mem = || {
+            let m = MemStore::default();
+            {
+                let mut e = m.0.lock().unwrap();
+                let main = "branch/main";
+                // Planted raw; signed by another key; a good entry replayed under another key;
+                // a good entry of another scope copied here; the one good entry.
+                e.insert(format!("{main}/kv/raw"), "evil".into());
+                e.insert(
+                    format!("{main}/kv/other-key"),
+                    framed(2, main, "kv/other-key", "evil"),
+                );
+                e.insert(
+                    format!("{main}/kv/replayed"),
+                    framed(1, main, "kv/good", "good"),
+                );
+                e.insert(
+                    format!("{main}/kv/copied"),
+                    framed(1, "branch/v13", "kv/copied", "good"),
+                );
+                e.insert(
+                    format!("{main}/kv/good"),
+                    framed(1, main, "kv/good", "good"),
+                );
+            }
+            m
         };
-        assert_eq!(hits(&p), [("pr/7".into(), 1), ("branch/main".into(), 1)]);
-        assert_eq!(hits(&t), [("branch/main".into(), 1)]);
-        assert_eq!((t.misses, t.writes), (4, 0));
+        for g in [gateway(trusted(), mem(), 1024), gateway(pr7(), mem(), 1024)] {
+            for (name, want) in [
+                ("raw", 404),
+                ("other-key", 404),
+                ("replayed", 404),
+                ("copied", 404),
+                ("good", 200),
+            ] {
+                let got = call(&g, Method::GET, &format!("/ab12/kv/{name}"), "").await;
+                assert_eq!(got.0, want, "{}: {name}", g.policy.reason);
+                let head = call(&g, Method::HEAD, &format!("/ab12/kv/{name}"), "").await;
+                assert_eq!(head.0, want, "{}: HEAD {name}", g.policy.reason);
+            }
+            let st = g.stats();
+            assert_eq!((st.hits, st.misses, st.unauthenticated), (2, 8, 8));
+        }
+
+        // Without a verifier nothing is served at all.
+        let none = Gateway::new(
+            mem(),
+            trusted(),
+            EntryKeys::default(),
+            1024,
+            Secret("ab12".into()),
+        );
+        assert_eq!(call(&none, Method::GET, "/ab12/kv/good", "").await.0, 404);
+        assert_eq!(call(&none, Method::PUT, "/ab12/kv/new", "x").await.0, 403);
+        assert_eq!(none.stats().unauthenticated, 1);
     }
 
     #[tokio::test]
@@ -616,7 +739,7 @@ mod tests {
         assert_eq!(ro.stats().refused_writes, 1);
         assert!(ro.store.keys().is_empty());
 
-        let g = gateway(pr7(), MemStore::default(), 4);
+        let g = gateway(trusted(), MemStore::default(), 4);
         assert_eq!(
             call(&g, Method::PUT, "/ab12/kv/k.cubin", "12345").await.0,
             413
@@ -646,7 +769,7 @@ mod tests {
             (st.too_large, st.refused_other, st.unauthorized, st.writes),
             (1, 6, 1, 1)
         );
-        assert_eq!(g.store.keys(), ["pr/7/kv/k.cubin"]);
+        assert_eq!(g.store.keys(), ["branch/main/kv/k.cubin"]);
     }
 
     #[test]
@@ -687,6 +810,7 @@ mod tests {
             let r = RunningGateway::start(
                 &store,
                 ScopePolicy::none("test"),
+                EntryKeys::default(),
                 addr.parse().unwrap(),
                 1024,
             );
@@ -698,6 +822,7 @@ mod tests {
         let gw = RunningGateway::start(
             &store,
             ScopePolicy::none("test"),
+            EntryKeys::default(),
             "127.0.0.1:0".parse().unwrap(),
             1024,
         )

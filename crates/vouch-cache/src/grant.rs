@@ -1,6 +1,11 @@
-//! `vouch cache grant`: a credential for one pull request's build that can write only its own
-//! scope. For Redis vouch mints it (an ACL user that expires); for S3 and GCS it prints the
-//! IAM policy a cloud admin attaches to the identity the PR job assumes.
+//! `vouch cache grant`: a credential for one pull request's build. A PR build writes nothing
+//! (reads follow trust: nothing may read what any run of a PR wrote), so the credential only
+//! reads the branch scopes trusted builds write. That matters because it is not a secret: for
+//! Redis it travels in the `/test` request artifact, which anyone can download from a public
+//! repository, so it must grant nothing a stranger could misuse. For Redis vouch mints it (an
+//! ACL user that expires); for S3 and GCS it prints the IAM policy a cloud admin attaches to the
+//! identity the PR job assumes. Should a policy ever give a PR a write scope, the grant follows
+//! it.
 
 use std::time::Duration;
 
@@ -54,22 +59,23 @@ fn marker(user: &str) -> String {
     format!("vouch-grants/{user}")
 }
 
-/// Grants PR `pr` of a repository whose PRs read `policy.read` and write `policy.write`.
+/// Grants PR `pr` of a repository whose PRs read `policy.read` and write `policy.write`
+/// (none, under today's policy).
 pub async fn grant(
     admin: &StoreSpec,
     pr: u64,
     policy: &ScopePolicy,
     ttl: Duration,
 ) -> Result<Grant, GrantError> {
-    let write = policy.write.clone().unwrap_or_else(|| Scope::pr(pr));
+    let write = policy.write.as_ref();
     match admin.backend() {
-        "redis" => redis_grant(admin, pr, &write, &policy.read, ttl).await,
+        "redis" => redis_grant(admin, pr, write, &policy.read, ttl).await,
         "s3" => {
             let s = admin.s3_location()?;
             Ok(Grant::Policy(s3_policy(
                 &s.bucket,
                 &s.prefix,
-                &write,
+                write,
                 &policy.read,
             )))
         }
@@ -79,7 +85,7 @@ pub async fn grant(
                 &g.bucket,
                 &g.prefix,
                 pr,
-                &write,
+                write,
                 &policy.read,
             )))
         }
@@ -103,9 +109,14 @@ fn object_prefix(prefix: &str, scope: &Scope) -> String {
 }
 
 /// Read the read scopes, write (and delete, so `cache check` can remove its probe) the write
-/// scope. `s3:ListBucket` limited to those prefixes: without it AWS answers a missing key with
-/// 403 instead of 404, and a miss would look like a refusal.
-fn s3_policy(bucket: &str, prefix: &str, write: &Scope, read: &[Scope]) -> serde_json::Value {
+/// scope if there is one. `s3:ListBucket` limited to those prefixes: without it AWS answers a
+/// missing key with 403 instead of 404, and a miss would look like a refusal.
+fn s3_policy(
+    bucket: &str,
+    prefix: &str,
+    write: Option<&Scope>,
+    read: &[Scope],
+) -> serde_json::Value {
     let objects = |scopes: &[&Scope]| -> Vec<String> {
         scopes
             .iter()
@@ -113,43 +124,42 @@ fn s3_policy(bucket: &str, prefix: &str, write: &Scope, read: &[Scope]) -> serde
             .collect()
     };
     let reads: Vec<&Scope> = read.iter().collect();
-    json!({
-        "Version": "2012-10-17",
-        "Statement": [
-            {
-                "Sid": "VouchReadScopes",
-                "Effect": "Allow",
-                "Action": ["s3:GetObject"],
-                "Resource": objects(&reads),
-            },
-            {
-                "Sid": "VouchWriteOwnScope",
-                "Effect": "Allow",
-                "Action": ["s3:PutObject", "s3:DeleteObject"],
-                "Resource": objects(&[write]),
-            },
-            {
-                "Sid": "VouchListReadScopes",
-                "Effect": "Allow",
-                "Action": ["s3:ListBucket"],
-                "Resource": [format!("arn:aws:s3:::{bucket}")],
-                "Condition": {"StringLike": {"s3:prefix": reads
-                    .iter()
-                    .map(|s| format!("{}*", object_prefix(prefix, s)))
-                    .collect::<Vec<_>>()}},
-            },
-        ],
-    })
+    let mut statements = vec![json!({
+        "Sid": "VouchReadScopes",
+        "Effect": "Allow",
+        "Action": ["s3:GetObject"],
+        "Resource": objects(&reads),
+    })];
+    if let Some(w) = write {
+        statements.push(json!({
+            "Sid": "VouchWriteOwnScope",
+            "Effect": "Allow",
+            "Action": ["s3:PutObject", "s3:DeleteObject"],
+            "Resource": objects(&[w]),
+        }));
+    }
+    statements.push(json!({
+        "Sid": "VouchListReadScopes",
+        "Effect": "Allow",
+        "Action": ["s3:ListBucket"],
+        "Resource": [format!("arn:aws:s3:::{bucket}")],
+        "Condition": {"StringLike": {"s3:prefix": reads
+            .iter()
+            .map(|s| format!("{}*", object_prefix(prefix, s)))
+            .collect::<Vec<_>>()}},
+    }));
+    json!({"Version": "2012-10-17", "Statement": statements})
 }
 
-/// Conditional bucket IAM bindings (policy version 3): `objectUser` on the write prefix (it
-/// includes delete, so the probe can be removed; `objectCreator` cannot delete), `objectViewer`
-/// on each read prefix. `member` is a placeholder for the PR job's identity.
+/// Conditional bucket IAM bindings (policy version 3): `objectViewer` on each read prefix, and
+/// `objectUser` on the write prefix if there is one (it includes delete, so the probe can be
+/// removed; `objectCreator` cannot delete). `member` is a placeholder for the PR job's
+/// identity.
 fn gcs_bindings(
     bucket: &str,
     prefix: &str,
     pr: u64,
-    write: &Scope,
+    write: Option<&Scope>,
     read: &[Scope],
 ) -> serde_json::Value {
     let cond = |title: String, scopes: &[&Scope]| {
@@ -167,27 +177,26 @@ fn gcs_bindings(
     };
     let member = format!("principal://REPLACE-with-the-identity-of-pr-{pr}-jobs");
     let reads: Vec<&Scope> = read.iter().collect();
-    json!({
-        "version": 3,
-        "bindings": [
-            {
-                "role": "roles/storage.objectUser",
-                "members": [member],
-                "condition": cond(format!("vouch-pr-{pr}-write"), &[write]),
-            },
-            {
-                "role": "roles/storage.objectViewer",
-                "members": [member],
-                "condition": cond(format!("vouch-pr-{pr}-read"), &reads),
-            },
-        ],
-    })
+    let mut bindings = Vec::new();
+    if let Some(w) = write {
+        bindings.push(json!({
+            "role": "roles/storage.objectUser",
+            "members": [member.clone()],
+            "condition": cond(format!("vouch-pr-{pr}-write"), &[w]),
+        }));
+    }
+    bindings.push(json!({
+        "role": "roles/storage.objectViewer",
+        "members": [member],
+        "condition": cond(format!("vouch-pr-{pr}-read"), &reads),
+    }));
+    json!({"version": 3, "bindings": bindings})
 }
 
 async fn redis_grant(
     admin: &StoreSpec,
     pr: u64,
-    write: &Scope,
+    write: Option<&Scope>,
     read: &[Scope],
     ttl: Duration,
 ) -> Result<Grant, GrantError> {
@@ -222,9 +231,11 @@ async fn redis_grant(
         .arg(&user)
         .arg("reset")
         .arg("on")
-        .arg(format!(">{password}"))
-        .arg(format!("~{write}/*"));
-    for s in read.iter().filter(|s| *s != write) {
+        .arg(format!(">{password}"));
+    if let Some(w) = write {
+        acl.arg(format!("~{w}/*"));
+    }
+    for s in read.iter().filter(|s| Some(*s) != write) {
         // Read-only key patterns (Redis 7 `%R~`): the fence that keeps a PR out of what
         // trusted builds read.
         acl.arg(format!("%R~{s}/*"));
@@ -242,10 +253,10 @@ async fn redis_grant(
         "getrange",
         "strlen",
         "exists",
-        "set",
-        "setex",
-        "del",
     ];
+    if write.is_some() {
+        commands.extend(["set", "setex", "del"]);
+    }
     if r.db.is_some() {
         commands.push("select");
     }
@@ -332,7 +343,7 @@ mod tests {
     #[test]
     fn s3_policy_with_and_without_a_prefix() {
         let read = [Scope::pr(7), Scope::branch("main").unwrap()];
-        let p = s3_policy("b", "", &Scope::pr(7), &read);
+        let p = s3_policy("b", "", Some(&Scope::pr(7)), &read);
         assert_eq!(
             p["Statement"][1]["Resource"],
             json!(["arn:aws:s3:::b/pr/7/*"])
@@ -341,7 +352,7 @@ mod tests {
             p["Statement"][2]["Condition"]["StringLike"]["s3:prefix"],
             json!(["pr/7/*", "branch/main/*"])
         );
-        let p = s3_policy("b", "ci/vouch", &Scope::pr(7), &read);
+        let p = s3_policy("b", "ci/vouch", Some(&Scope::pr(7)), &read);
         assert_eq!(
             p["Statement"][0]["Resource"],
             json!([

@@ -1,9 +1,11 @@
-//! The scoped compiler cache. A pull-request build, even one a maintainer vouched for, reads
-//! the shared cache but writes only its own `pr/<N>` scope; a trusted build never reads a PR
-//! scope. The gateway enforces the policy for the compiler caches that talk to it; the backing
-//! store's credentials are the real fence (`check`).
+//! The scoped compiler cache. Writes follow trust and so do reads: a pull-request build, even
+//! one a maintainer vouched for, reads only the branch scopes trusted builds write and writes
+//! nothing; a trusted build reads its own scope and serves only entries authenticated with its
+//! key (`entry`). The gateway enforces the policy for the compiler caches that talk to it; the
+//! backing store's credentials are the write fence (`check`).
 
 mod check;
+mod entry;
 mod gateway;
 mod gateway_url;
 mod grant;
@@ -13,6 +15,7 @@ mod tools;
 mod trigger;
 
 pub use check::{CheckReport, Probe, check_fence, forbidden_scopes};
+pub use entry::{EntryKeyError, EntryKeys, EntrySigner, EntryVerifier};
 pub use gateway::{
     DEFAULT_MAX_ENTRY, GatewayError, GatewayStats, LayerStats, RunningGateway, Secret, router,
 };

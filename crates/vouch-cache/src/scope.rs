@@ -1,7 +1,12 @@
 //! Which cache scopes a build may read and write, from what triggered it.
 //!
-//! Writes follow trust: a pull-request build (even one a maintainer vouched for) writes only
-//! `pr/<N>`; a trusted build never reads a PR scope.
+//! Writes follow trust, and so do reads: a build reads only scopes that nothing less trusted
+//! than itself can write. Every run of PR N (a vouched head's and an unvouched one's alike) can
+//! write `pr/<N>` on the GitHub cache, and whoever holds a credential that travelled in a
+//! public artifact can on a shared store, so no build reads a PR scope: a pull-request build
+//! reads the base and default branches' scopes and writes nothing (nothing may read what it
+//! wrote). Whatever the scope, a read serves only entries signed by the trusted builds' key
+//! ([`crate::EntryVerifier`]): a scope's name is no fence by itself (see `crate::entry`).
 
 use std::fmt;
 
@@ -141,10 +146,14 @@ impl ScopePolicy {
                     what: "a base ref",
                 })?;
                 let base = base.strip_prefix("refs/heads/").unwrap_or(base);
+                // Not `pr/<n>`: any run of the PR, vouched or not, can write it. And so no
+                // write: nothing may read what this build would write.
                 ScopePolicy {
-                    write: Some(Scope::pr(n)),
-                    read: dedup(vec![Scope::pr(n), Scope::branch(base)?, default]),
-                    reason: format!("pull request #{n}: writes only its own scope"),
+                    write: None,
+                    read: dedup(vec![Scope::branch(base)?, default]),
+                    reason: format!(
+                        "pull request #{n}: reads only what trusted builds wrote, writes nothing"
+                    ),
                 }
             }
             e if vouch_core::ci::BRANCH_EVENTS.contains(&e) => {
@@ -217,11 +226,11 @@ mod tests {
         let cases = [
             (
                 t("pull_request", "refs/pull/7/merge", Some(7), Some("main")),
-                "write pr/7; read [pr/7, branch/main]",
+                "write -; read [branch/main]",
             ),
             (
                 t("pull_request", "refs/pull/8/merge", Some(8), Some("v13")),
-                "write pr/8; read [pr/8, branch/v13, branch/main]",
+                "write -; read [branch/v13, branch/main]",
             ),
             (
                 t("push", "refs/heads/main", None, None),
@@ -275,11 +284,10 @@ mod tests {
         for (trigger, want) in cases {
             let p = ScopePolicy::for_trigger(&trigger).unwrap();
             assert_eq!(show(&p), want, "{trigger:?}");
-            // The rule itself: a PR scope is never read by anything but its own PR, and only
-            // PR builds write PR scopes.
-            if trigger.event != "pull_request" {
-                assert!(p.read.iter().all(|s| !s.is_pr()), "{trigger:?}");
-            }
+            // Reads follow trust: no build reads a PR scope (any run of the PR can write it),
+            // and nothing writes one, since nothing would read it.
+            assert!(p.read.iter().all(|s| !s.is_pr()), "{trigger:?}");
+            assert!(p.write.as_ref().is_none_or(|s| !s.is_pr()), "{trigger:?}");
         }
     }
 

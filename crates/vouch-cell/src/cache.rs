@@ -3,11 +3,13 @@
 
 use crate::{CellError, Reporter, record::CacheRecord};
 
-/// What the caller decided: the tool, the store (with its secret) and the scope policy.
+/// What the caller decided: the tool, the store (with its secret), the scope policy and the
+/// keys that sign what the build writes and check what it reads.
 pub struct CacheSetup {
     pub tool: vouch_cache::Tool,
     pub store: vouch_cache::StoreSpec,
     pub policy: vouch_cache::ScopePolicy,
+    pub keys: vouch_cache::EntryKeys,
 }
 
 /// A running gateway and compiler-cache session; [`RunningCache::finish`] stops both.
@@ -34,6 +36,7 @@ impl RunningCache {
         let gateway = vouch_cache::RunningGateway::start(
             &setup.store,
             setup.policy.clone(),
+            setup.keys,
             std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
             vouch_cache::DEFAULT_MAX_ENTRY,
         )?;
@@ -67,9 +70,10 @@ impl RunningCache {
         self.session.finish()?;
         let gateway = self.gateway.stats();
         reporter.note(&format!(
-            "cache: {} hits, {} misses, {} writes to {}, {} refused",
+            "cache: {} hits, {} misses ({} entries passed over unauthenticated), {} writes to {}, {} refused",
             gateway.hits,
             gateway.misses,
+            gateway.unauthenticated,
             gateway.writes,
             gateway.write_scope.as_deref().unwrap_or("-"),
             gateway.refused_writes

@@ -103,6 +103,24 @@ impl SealKey {
             secret,
         )))
     }
+
+    /// HMAC-SHA256 over `parts`, each length-prefixed so that no two lists of parts share a
+    /// message (`["ab", "c"]` is not `["a", "bc"]`): derives keys for other purposes (the
+    /// cache's entry signing key) from the one secret the trusted environment holds.
+    pub fn tag(&self, parts: &[&[u8]]) -> [u8; 32] {
+        let mut out = [0u8; 32];
+        out.copy_from_slice(self.mac(parts).as_ref());
+        out
+    }
+
+    fn mac(&self, parts: &[&[u8]]) -> aws_lc_rs::hmac::Tag {
+        let mut ctx = aws_lc_rs::hmac::Context::with_key(&self.0);
+        for p in parts {
+            ctx.update(&(p.len() as u64).to_be_bytes());
+            ctx.update(p);
+        }
+        ctx.sign()
+    }
 }
 
 fn entries_json(entries: &BTreeMap<String, Entry>) -> Vec<u8> {

@@ -65,6 +65,13 @@ pub struct CacheSpec {
     /// (`<n>s|m|h|d`) [default: 6h].
     #[serde(default)]
     pub ttl: Option<String>,
+    /// The trusted builds' cache public key (`ed25519:<base64>`, what `vouch cache
+    /// public-key` prints for the `VOUCH_SEAL_KEY` secret). Every cache entry is signed by
+    /// the trusted builds and a build serves only entries that verify; a pull request's build
+    /// has no secret, so it reads this key from the profile (GitHub passes no variables to a
+    /// fork's run). Without it, pull-request builds get no cache.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub public_key: Option<String>,
     /// `[workflows.cache.sccache]`: another sccache release than the built-in pin.
     #[serde(default)]
     pub sccache: PinSpec,
@@ -361,6 +368,19 @@ impl CacheSpec {
         }
         for tool in CacheTool::ALL {
             validate_pin(*tool, self)?;
+        }
+        if let Some(k) = &self.public_key {
+            let ok = k.strip_prefix("ed25519:").is_some_and(|b| {
+                use base64::Engine as _;
+                base64::engine::general_purpose::STANDARD
+                    .decode(b)
+                    .is_ok_and(|bytes| bytes.len() == 32)
+            });
+            if !ok {
+                return Err(format!(
+                    "workflows.cache.public_key: {k:?} is not `ed25519:<base64 of 32 bytes>`; `vouch cache public-key --seal-key-file <the VOUCH_SEAL_KEY secret>` prints it"
+                ));
+            }
         }
         Ok(())
     }

@@ -212,6 +212,57 @@ impl GhaCache {
         })
     }
 
+    /// Saves `data` under `key` through the service's own API (create, Put Blob, finalize),
+    /// with `token`, as any job holding that token could, whatever client it runs: how a test
+    /// plants an entry that no vouch gateway wrote.
+    pub fn plant(&self, token: &str, key: &str, version: &str, data: &[u8]) {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let c = reqwest::Client::new();
+            let twirp = |method: &str, body: Value| {
+                c.post(format!(
+                    "{}twirp/github.actions.results.api.v1.CacheService/{method}",
+                    self.url
+                ))
+                .bearer_auth(token)
+                .header("content-type", "application/json")
+                .body(body.to_string())
+                .send()
+            };
+            let created: Value = twirp(
+                "CreateCacheEntry",
+                serde_json::json!({"key": key, "version": version}),
+            )
+            .await
+            .unwrap()
+            .error_for_status()
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+            let url = created["signed_upload_url"].as_str().unwrap().to_owned();
+            c.put(url)
+                .header("x-ms-blob-type", "BlockBlob")
+                .body(data.to_vec())
+                .send()
+                .await
+                .unwrap()
+                .error_for_status()
+                .unwrap();
+            twirp(
+                "FinalizeCacheEntryUpload",
+                serde_json::json!({"key": key, "version": version, "size_bytes": data.len()}),
+            )
+            .await
+            .unwrap()
+            .error_for_status()
+            .unwrap();
+        });
+    }
+
     /// The committed entries, oldest first.
     pub fn entries(&self) -> Vec<EntryInfo> {
         self.shared.model.lock().unwrap().entries()

@@ -3,14 +3,21 @@
 //!
 //! - `gha` (the default): the GitHub Actions cache. GitHub scopes it by ref: a `pull_request`
 //!   run writes only `refs/pull/<N>/merge` and reads the base and default branches, a push
-//!   writes its own ref. The platform is the fence, so a pull request's build may hold the
-//!   token; a run under `pull_request_target`, `issue_comment` or `workflow_run` has the base
-//!   branch's write access and must never get it (the audit refuses such a step).
+//!   writes its own ref. That keeps a pull request out of the trusted scopes, so a pull
+//!   request's build may hold the token; a run under `pull_request_target`, `issue_comment` or
+//!   `workflow_run` has the base branch's write access and must never get it (the audit
+//!   refuses such a step). It does not keep one run of a PR from what another run of the same
+//!   PR wrote, nor a default-branch workflow from the trusted scope: reads follow trust, so
+//!   every entry is signed by the trusted builds (`VOUCH_SEAL_KEY`) and every build serves
+//!   only entries that verify with `[workflows.cache] public_key`.
 //! - `redis`: a Redis server (`vars.VOUCH_CACHE_STORE`). Pushes use the trusted password; a
 //!   pull request's build uses the per-PR user the trigger's `record` job granted
-//!   (`vouch cache grant`), whose password travels in the request artifact, and proves it
-//!   fenced with `vouch cache check` first.
+//!   (`vouch cache grant`: read-only, since the password travels in a public artifact), and
+//!   proves it fenced with `vouch cache check` first.
 //! - `none`: no cache steps at all.
+//!
+//! A pull request's build gets a cache only when the profile names the public key: without
+//! it, it could verify nothing it reads.
 //!
 //! Either store builds with the compiler cache `[workflows.cache] tool` chooses for the cell's
 //! platform (ccache on Linux, sccache on Windows unless the profile says otherwise), installed
@@ -165,8 +172,9 @@ pub(crate) struct BuildCache {
 
 const JOB_ENV: &str = r#"    env:
       # What this build may do with the compiler cache (`vouch plan --event`): `trusted` (a
-      # push) reads and writes its own branch's scope; `pr` reads and writes at most pr/<N>
-      # (the gateway enforces it; the store's own fence is below).
+      # push) reads and writes its own branch's scope, signing what it writes; `pr` reads the
+      # base and default branches' scopes and writes nothing. Either serves only entries
+      # signed by the trusted builds (the gateway enforces it; the store's own fence is below).
       VOUCH_CACHE_MODE: ${{ matrix.cache_mode }}
       # The compiler cache of the cell's platform (`[workflows.cache] tool`).
       VOUCH_CACHE_TOOL: @@TOOL@@
@@ -186,11 +194,14 @@ fn gha_credentials(trust: Trust) -> String {
       # only; as step outputs they reach the build step's env and no other step (an exported
       # variable would reach every later step, the profile's after_build steps included).
       # Safe in a job that runs the pull request's code because this job runs under
-      # `pull_request`: GitHub lets such a run write only its refs/pull/<N>/merge scope and
-      # read the base and default branches', whatever the code does with the token, so the
-      # platform is the fence. Never give the token to a job under pull_request_target,
-      # issue_comment or workflow_run: those runs write the base branch's scope (vouch's
-      # audit refuses it, and `vouch cache check` below fails closed there)."#
+      # `pull_request`: GitHub lets such a run write only its refs/pull/<N>/merge scope,
+      # whatever the code does with the token, so it cannot reach what trusted builds read.
+      # Any run of this pull request (a head nobody vouched for too) can write that scope
+      # under any key, so the build reads only entries signed by the trusted builds' key
+      # (VOUCH_CACHE_PUBLIC_KEY) and writes nothing. Never give the token to a job under
+      # pull_request_target, issue_comment or workflow_run: those runs write the base
+      # branch's scope (vouch's audit refuses it, and `vouch cache check` below fails closed
+      # there)."#
         }
     };
     fill(
@@ -242,7 +253,7 @@ echo "cache mode: $VOUCH_CACHE_MODE"
 "#;
 
 const REDIS_PR_DOWNLOAD: &str = r#"      # The request the trigger's record job uploaded holds this pull request's own Redis
-      # credential (vouch-pr-<N>: writes pr/<N> only, until the grant expires).
+      # credential (vouch-pr-<N>: reads the branch scopes only, until the grant expires).
       - name: Download the /test request (the pull request's cache credential)
         uses: @@DOWNLOAD_ARTIFACT@@
         with:
@@ -263,7 +274,7 @@ if [[ "$store" != "redis://vouch-pr-$PR_NUMBER@"* ]]; then
 fi
 chmod 600 "$req/cache-password"
 echo "cache mode: $VOUCH_CACHE_MODE"
-# Fails closed (exit 20) unless the credential can write pr/<N> and nothing else.
+# Fails closed (exit 20) if the credential can write anywhere.
 vouch cache check --cache-store "$store" --password-file "$req/cache-password" --scope-from-github
 cache=(--cache "$VOUCH_CACHE_TOOL" --cache-store "$store" --password-file "$req/cache-password" --scope-from-github)
 "#;
@@ -293,6 +304,9 @@ impl BuildCache {
         let mut steps_after_install = String::new();
         match (spec.store, trust) {
             (CacheStoreKind::None, _) => return c,
+            // It could verify nothing it reads (a fork's run gets no variables or secrets, so
+            // the key can come only from the profile).
+            (_, Trust::Pr) if spec.public_key.is_none() => return c,
             (CacheStoreKind::Gha, _) => {
                 c.steps_last = gha_credentials(trust);
                 c.env = fill(GHA_ENV, &[("ID", GHA_STEP_ID)]);
@@ -323,6 +337,12 @@ impl BuildCache {
                 c.files = vec![("req", REQUEST_DIR)];
                 c.script = REDIS_PR_SCRIPT.to_owned();
             }
+        }
+        if let (Trust::Pr, Some(k)) = (trust, &spec.public_key) {
+            c.env = format!(
+                "          # The trusted builds' public key: entries that do not verify are misses.\n          VOUCH_CACHE_PUBLIC_KEY: '{k}'\n{}",
+                c.env
+            );
         }
         c.job_env = fill(JOB_ENV, &[("TOOL", &tool_expression(tools))]);
         c.steps = install_tool(spec, tools) + &steps_after_install;

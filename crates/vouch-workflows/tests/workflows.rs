@@ -10,10 +10,22 @@ use vouch_workflows::{
     GeneratedFile, Options, Rule, StaleKind, Violation, audit_trust, check, generate, write_files,
 };
 
-fn cupy_profile() -> Profile {
+/// The CuPy template as an adopting repository has it: with the cache's public key filled in
+/// (the template leaves it commented out: it is the repository's own).
+fn cupy_text() -> String {
     let path =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../../pyproject-templates/cupy/vouch.toml");
-    Profile::load(&path).expect("the CuPy profile loads")
+    let text = std::fs::read_to_string(&path).unwrap();
+    let placeholder = "# public_key = \"ed25519:<base64>\"";
+    assert!(text.contains(placeholder), "the template's public_key line");
+    text.replace(placeholder, &format!("public_key = \"{CACHE_PUBLIC_KEY}\""))
+}
+
+/// A public key (the suite's fixture seal key's, `vouch cache public-key`).
+const CACHE_PUBLIC_KEY: &str = "ed25519:0RkOBSBE1Zm8j1K/foEzQao6LsBDpz3bnkfmllfrGno=";
+
+fn cupy_profile() -> Profile {
+    Profile::parse(&cupy_text(), "vouch.toml").expect("the CuPy profile loads")
 }
 
 fn options() -> Options {
@@ -367,20 +379,22 @@ fn audit_reports_files_that_are_not_workflows() {
 
 /// A profile with its `[workflows]` replaced.
 fn with_workflows(section: &str) -> Profile {
-    let path =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../pyproject-templates/cupy/vouch.toml");
-    let text = std::fs::read_to_string(&path).unwrap();
+    let text = cupy_text();
     let cut = text
         .find("\n[workflows]")
         .expect("the CuPy profile has [workflows]");
-    Profile::parse(&format!("{}\n{section}", &text[..cut]), "vouch.toml").expect("parses")
+    let mut p =
+        Profile::parse(&format!("{}\n{section}", &text[..cut]), "vouch.toml").expect("parses");
+    // The repository's cache public key, unless the section names one.
+    if let Some(w) = p.workflows.as_mut() {
+        w.cache.public_key.get_or_insert_with(|| CACHE_PUBLIC_KEY.to_owned());
+    }
+    p
 }
 
 /// The CuPy profile with `[workflows.cache] store` set to `store`.
 fn cupy_with_store(store: &str) -> Profile {
-    let path =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../pyproject-templates/cupy/vouch.toml");
-    let text = std::fs::read_to_string(&path).unwrap();
+    let text = cupy_text();
     assert!(text.contains("\nstore = \"gha\"\n"));
     let text = text.replace("\nstore = \"gha\"\n", &format!("\nstore = \"{store}\"\n"));
     Profile::parse(&text, "vouch.toml").expect("parses")
@@ -1490,4 +1504,33 @@ fn x_raced() -> Explanation {
     let mut raced = comment("/test mini @1111111111111111", "MEMBER", true);
     raced.pushed_after_comment = true;
     run(&raced)
+}
+
+/// Issue 31: a pull request's build reads only entries signed by the trusted builds, and can
+/// check them only with the profile's public key (a fork's run gets no variables): without
+/// it the PR job gets no cache at all, with it the key reaches the build step.
+#[test]
+fn issue31_pr_builds_get_a_cache_only_with_the_public_key() {
+    let with = files_of(&cupy_profile());
+    let build = named(&with, "vouch-build.yml");
+    let pr_step = steps_of(&build, "build-pr")
+        .into_iter()
+        .find(|s| s["name"].as_str() == Some("Build ${{ matrix.cell }}"))
+        .unwrap()
+        .clone();
+    assert_eq!(
+        pr_step["env"]["VOUCH_CACHE_PUBLIC_KEY"].as_str(),
+        Some(CACHE_PUBLIC_KEY)
+    );
+    assert!(format!("{pr_step:?}").contains("--scope-from-github"));
+
+    let mut without = cupy_profile();
+    without.workflows.as_mut().unwrap().cache.public_key = None;
+    let files = files_of(&without);
+    let build = named(&files, "vouch-build.yml");
+    let pr = format!("{:?}", steps_of(&build, "build-pr"));
+    assert!(!pr.contains("ACTIONS_RUNTIME_TOKEN"), "{pr}");
+    assert!(!pr.contains("--cache"), "{pr}");
+    // The push builds keep theirs: they sign with the seal key.
+    assert!(format!("{:?}", steps_of(&build, "build-push")).contains("ACTIONS_RUNTIME_TOKEN"));
 }

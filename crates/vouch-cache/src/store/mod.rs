@@ -189,9 +189,15 @@ impl CacheStore for AnyStore {
         let path = object_path(scope, key);
         match self.write(&path, data).await {
             Ok(()) => Ok(()),
-            // Immutable stores (the GitHub cache) refuse a second write of a key. Every key a
-            // compiler cache writes names its content, so the entry already there is this one.
-            Err(e) if e.kind() == ErrorKind::AlreadyExists => Ok(()),
+            // Immutable stores (the GitHub cache) refuse a second write of a key. The entry
+            // already there need not be this one (a compiler cache's keys hash its inputs, not
+            // its output, and anyone who can write the scope may have been first); it is not
+            // trusted for that: every read checks the entry's tag (`crate::entry`). Not an
+            // error either, since the build's own output is unaffected.
+            Err(e) if e.kind() == ErrorKind::AlreadyExists => {
+                tracing::debug!(%path, "the store already holds this key; kept the first entry");
+                Ok(())
+            }
             Err(e) => Err(self.error("write", path, e)),
         }
     }

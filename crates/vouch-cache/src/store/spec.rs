@@ -131,6 +131,20 @@ impl StoreSpec {
             display,
         })
     }
+
+    /// The store with writes that expire after `ttl`, if the backend can expire a write.
+    pub(crate) fn open_expiring(
+        &self,
+        ttl: std::time::Duration,
+    ) -> Result<Option<AnyStore>, StoreError> {
+        let Some(expiring) = self.backend.expiring else {
+            return Ok(None);
+        };
+        let mut store = self.open()?;
+        let location = self.location()?;
+        store.op = expiring(&location, ttl)?.layer(opendal::layers::TimeoutLayer::new());
+        Ok(Some(store))
+    }
 }
 
 impl std::str::FromStr for StoreSpec {

@@ -19,6 +19,7 @@ pub(super) const BACKEND: Backend = Backend {
     no_secret: Some("a directory has no credential; file modes decide who writes"),
     fence: Fence::Probe,
     denied: permission_denied,
+    expiring: None,
 };
 
 /// `gha` names the GitHub cache (a directory of that name is `./gha`), and `redis:h:6379` or

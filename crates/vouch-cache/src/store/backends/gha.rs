@@ -27,6 +27,7 @@ pub(super) const BACKEND: Backend = Backend {
     no_secret: Some("the job's runtime token is its credential"),
     fence: Fence::Platform,
     denied: permission_denied,
+    expiring: None,
 };
 
 /// Entries only match a lookup with the same version: vouch's own, so no other cache user

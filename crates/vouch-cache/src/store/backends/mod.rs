@@ -42,7 +42,15 @@ pub(crate) struct Backend {
     pub fence: Fence,
     /// Whether an error means "the credential may not" rather than "the service failed".
     pub denied: fn(&opendal::Error) -> bool,
+    /// An operator whose writes expire on their own after the given time, where the service
+    /// can do that on the write itself: `cache check`'s probes then never outlive a
+    /// credential that may write but not delete. `None`: deletion is the only cleanup (object
+    /// stores expire objects only through bucket-wide lifecycle rules).
+    pub expiring: Option<ExpiringFn>,
 }
+
+/// Builds an operator whose writes expire after the given time.
+pub(crate) type ExpiringFn = fn(&Location<'_>, std::time::Duration) -> Result<Operator, StoreError>;
 
 /// Every store vouch can open. A new backend is a module and one entry here.
 pub(crate) const BACKENDS: &[Backend] = &[

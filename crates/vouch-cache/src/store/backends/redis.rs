@@ -20,6 +20,7 @@ pub(super) const BACKEND: Backend = Backend {
     no_secret: None,
     fence: Fence::Probe,
     denied: no_permission,
+    expiring: Some(build_expiring),
 };
 
 pub(crate) struct RedisLocation {
@@ -55,6 +56,22 @@ pub(crate) fn parse(l: &Location<'_>) -> Result<RedisLocation, StoreError> {
 }
 
 fn build(l: &Location<'_>) -> Result<(Operator, String), StoreError> {
+    let (builder, r) = builder(l)?;
+    let op = Operator::new(builder).map_err(l.open_error(BACKEND.name))?;
+    let shown = match r.db {
+        Some(db) => format!("redis {}/{db}", r.endpoint),
+        None => format!("redis {}", r.endpoint),
+    };
+    Ok((op, shown))
+}
+
+/// Writes with SETEX: the key carries its own TTL from the write on.
+fn build_expiring(l: &Location<'_>, ttl: std::time::Duration) -> Result<Operator, StoreError> {
+    let (builder, _) = builder(l)?;
+    Operator::new(builder.default_ttl(ttl)).map_err(l.open_error(BACKEND.name))
+}
+
+fn builder(l: &Location<'_>) -> Result<(Redis, RedisLocation), StoreError> {
     let r = parse(l)?;
     let mut builder = Redis::default().endpoint(&r.endpoint);
     if let Some(user) = &r.username {
@@ -66,12 +83,7 @@ fn build(l: &Location<'_>) -> Result<(Operator, String), StoreError> {
     if let Some(db) = r.db {
         builder = builder.db(db);
     }
-    let op = Operator::new(builder).map_err(l.open_error(BACKEND.name))?;
-    let shown = match r.db {
-        Some(db) => format!("redis {}/{db}", r.endpoint),
-        None => format!("redis {}", r.endpoint),
-    };
-    Ok((op, shown))
+    Ok((builder, r))
 }
 
 /// OpenDAL reports every Redis error as "unexpected"; an ACL refusal is the server's NOPERM.

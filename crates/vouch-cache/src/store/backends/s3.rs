@@ -21,6 +21,7 @@ pub(super) const BACKEND: Backend = Backend {
     no_secret: None,
     fence: Fence::Probe,
     denied: permission_denied,
+    expiring: None,
 };
 
 pub(crate) struct S3Location {
