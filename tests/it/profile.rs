@@ -304,7 +304,7 @@ fn workflows_generate_then_check_catches_a_one_line_edit() {
 
             ----- stderr -----
             the workflows read these repository variables and secrets:
-              vars.VOUCH_APP_CLIENT_ID: the GitHub App (client id) that labels pull requests and dispatches to a test-farm repository
+              vars.VOUCH_APP_CLIENT_ID: the GitHub App (client id) that labels pull requests, posts the commit status vouch/pr-build and dispatches to a test-farm repository
               vars.VOUCH_CACHE_STORE: the compiler cache's Redis server as the trusted user (redis://user@host:port; cache store `redis`)
               vars.VOUCH_TEST_FARM_REPO: OWNER/NAME of the test farm's repository (dispatch mode `repository`)
               secrets.VOUCH_APP_PRIVATE_KEY (environment vouch-trusted): the GitHub App's private key
@@ -312,8 +312,9 @@ fn workflows_generate_then_check_catches_a_one_line_edit() {
               secrets.VOUCH_CACHE_ADMIN_PASSWORD (environment vouch-trusted): the Redis password `vouch cache grant` creates each pull request's own user with (cache store `redis`)
               secrets.VOUCH_SEAL_KEY (environment vouch-trusted): 32+ random bytes that authenticate the venvs and toolkits push builds reuse (self-hosted runners)
               secrets.FLEXCI_WEBHOOK_SECRET (environment vouch-trusted): the FlexCI webhook secret (dispatch mode `flexci`)
-            limit the environment vouch-trusted to these deployment refs: main, v[0-9]*, hotfix-*, tags: v[0-9]*
-            require the commit status `vouch/pr-build` (posted from the default branch); create the label `ci:triggered`
+            limit the environment vouch-trusted to these deployment refs: main, v[0-9]*, hotfix-*, tags: v[0-9]*; a deployment policy of ref patterns alone lets any writer create a matching branch (hotfix-x, v9-x) or tag (v9) with their own vouch-build.yml, whose push build then reads every secret of that environment (the GitHub App's key, which labels pull requests and posts vouch/pr-build; the seal key; the cache and test-farm secrets) and signs push-build provenance for that ref. Add a repository ruleset on refs/heads/main, refs/heads/v[0-9]*, refs/heads/hotfix-* and refs/tags/v[0-9]* that restricts creations, updates and deletions to a bypass list of release managers and blocks force pushes; then only they can reach the environment
+            require the commit status `vouch/pr-build` (posted from the default branch); require it from the GitHub App whose client id is vars.VOUCH_APP_CLIENT_ID (a ruleset's required status check with that App as its source, or branch protection's expected source), never from any source: a pull request's own run can report a check of that name, and only the App's token, which the sign workflow posts the status with, cannot be had by a pull request
+            create the label `ci:triggered`; maintainers ask for a build with `/test <targets> @<sha>` (at least 16 hex digits of the head they reviewed)
         "#);
     let check = || {
         run(vouch()
