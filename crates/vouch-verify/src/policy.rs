@@ -839,6 +839,63 @@ mod tests {
         }
     }
 
+    /// `--owner`: the certificate's repository is one repository directly under the owner, for
+    /// a certificate and for a key-signed statement's claims alike.
+    #[test]
+    fn owner_names_one_level_under_the_owner() {
+        let p = Policy {
+            repository: None,
+            owner: Some("o".into()),
+            ..policy()
+        };
+        for (repository, ok) in [
+            ("https://github.com/o/r", true),
+            ("https://github.com/o/other", true),
+            ("https://github.com/x/r", false),
+            ("https://github.com/ox/r", false),
+            ("https://github.com/o/", false),
+            ("https://github.com/o/r/x", false),
+            ("https://example.com/o/r", false),
+        ] {
+            let id = SignerIdentity {
+                repository: Some(repository.into()),
+                signer_workflow: None,
+                build_workflow: None,
+                ..cert()
+            };
+            let claimed = SignerIdentity {
+                issuer: None,
+                san: None,
+                ..id.clone()
+            };
+            for (from, got, label) in [
+                (
+                    "certificate",
+                    p.check_certificate(&id),
+                    "source repository owner (OID .1.12): expected \"https://github.com/o/*\"",
+                ),
+                (
+                    "statement",
+                    p.check_statement_claims(&claimed),
+                    "source repository owner (statement claim externalParameters.workflow.repository)",
+                ),
+            ] {
+                match (got, ok) {
+                    (Ok(()), true) => {}
+                    (Err(e), false) => {
+                        assert_eq!(e.kind, ErrorKind::Policy, "{repository} {from}");
+                        assert!(
+                            e.message.starts_with(label),
+                            "{repository} {from}: {}",
+                            e.message
+                        );
+                    }
+                    (r, _) => panic!("{repository} ({from}): {r:?}"),
+                }
+            }
+        }
+    }
+
     fn check(
         st: &Value,
         p: &Policy,
@@ -911,6 +968,33 @@ mod tests {
                 },
                 ErrorKind::Statement,
                 "externalParameters.workflow.repository = \"https://github.com/o/x\" disagrees",
+            ),
+            (
+                "ref",
+                |v, _| {
+                    v["predicate"]["buildDefinition"]["externalParameters"]["workflow"]["ref"] =
+                        json!("refs/heads/dev")
+                },
+                ErrorKind::Statement,
+                "externalParameters.workflow.ref = \"refs/heads/dev\" disagrees with the certificate's \"refs/heads/main\"",
+            ),
+            (
+                "event",
+                |v, _| {
+                    v["predicate"]["buildDefinition"]["internalParameters"]["github"]["event_name"] =
+                        json!("workflow_dispatch")
+                },
+                ErrorKind::Statement,
+                "internalParameters.github.event_name = \"workflow_dispatch\" disagrees with the certificate's \"push\"",
+            ),
+            (
+                "runner",
+                |v, _| {
+                    v["predicate"]["buildDefinition"]["internalParameters"]["github"]["runner_environment"] =
+                        json!("self-hosted")
+                },
+                ErrorKind::Statement,
+                "internalParameters.github.runner_environment = \"self-hosted\" disagrees with the certificate's \"github-hosted\"",
             ),
             (
                 "path",
