@@ -111,10 +111,13 @@ free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",
 wait_file() { for _ in $(seq 200); do [ -s "$1" ] && return; sleep 0.05; done; echo "timed out waiting for $1" >&2; exit 1; }
 wait_port() { for _ in $(seq 200); do (echo > "/dev/tcp/127.0.0.1/$1") 2>/dev/null && return; sleep 0.05; done; echo "timed out waiting for port $1" >&2; exit 1; }
 
+# A trusted gateway signs what it writes and checks what it reads (issue 31): the seal key.
+head -c 48 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$work/seal-key"
 serve() { # $1 = name, then `cache serve` store flags; the gateway of a trusted push of main
   local name=$1
   shift
-  "$vouch" -q cache serve "$@" --event push --ref refs/heads/main --url-file "$work/$name.url" > /dev/null &
+  "$vouch" -q cache serve "$@" --event push --ref refs/heads/main --seal-key-file "$work/seal-key" \
+    --url-file "$work/$name.url" > /dev/null &
   pids+=($!)
   wait_file "$work/$name.url"
 }

@@ -3,11 +3,16 @@
 # scoped cache, side by side with plain ccache and no vouch. On the real CuPy sdist and the
 # cuda13x cell of this machine's Python:
 #   1. cold: empty store, a trusted build (push to main) that fills it;
-#   2. warm: the same sources from a new directory, as pull request 100 (reads main, writes
-#      only pr/100);
+#   2. warm: the same sources from a new directory, as pull request 100 (reads main's signed
+#      entries, writes nothing);
 #   3. one .pyx changed (a real function body), as pull request 101;
 #   4. one widely cimported .pxd changed (a new inline function in cupy/_core/core.pxd), as
 #      pull request 102;
+#   4b. (issue 31) pull request 101's second /test, from a new directory: `pyx-again` under
+#      today's rule (a PR build reads only what trusted builds signed, so it recompiles what
+#      its first /test compiled), `pyx-again-pr-scope` under the old rule (a second /test read
+#      its first /test's entries: modelled by a store whose main scope also holds them, the
+#      same reads the old pr/101 layer gave). Their ratio is what the rule costs;
 #   5. (FULL_ARCH=1) cold and warm with the profile's full CUPY_NVCC_GENERATE_CODE, run once;
 #   6. plain ccache without vouch: CuPy's own build in a venv from the cell's lock, CC/CXX/NVCC
 #      behind ccache on a local directory, cold then warm, the anchor.
@@ -127,8 +132,12 @@ build() { # LABEL SOURCE-DIR [vouch build flags]: its JSON record in LABEL.json
   "$vouch" build ${project[@]+"${project[@]}"} --source "$src" --out "$work/out-$label" \
     --source-date-epoch "$epoch" --json "$@" > "$work/$label.json"
 }
-trusted=(--cache ccache --cache-store "$work/store" --event push --ref refs/heads/main)
-pr() { echo "--cache ccache --cache-store $work/store --event pull_request --pr $1 --base-ref main"; }
+# Trusted builds sign every entry with a key derived from the seal key; pull-request builds
+# check with its public half (issue 31).
+head -c 48 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$work/seal-key"
+pubkey=$("$vouch" cache public-key --seal-key-file "$work/seal-key")
+trusted=(--cache ccache --cache-store "$work/store" --event push --ref refs/heads/main --seal-key-file "$work/seal-key")
+pr() { echo "--cache ccache --cache-store ${2:-$work/store} --event pull_request --pr $1 --base-ref main --cache-public-key $pubkey"; }
 
 # shellcheck disable=SC2046
 {
@@ -138,6 +147,13 @@ pr() { echo "--cache ccache --cache-store $work/store --event pull_request --pr 
   build pyx "$work/pyx" $(pr 101) $(gencode "${GENCODE:-}")
   build pxd "$work/pxd" $(pr 102) $(gencode "${GENCODE:-}")
   find "$work/store/branch" -type f | sort > "$work/main-keys-after-prs"
+  # The second /test of pull request 101 (a new directory: nothing local carries over).
+  cp -a "$work/pyx" "$work/pyx-2" && cp -a "$work/pyx" "$work/pyx-3" && cp -a "$work/pyx" "$work/pyx-seed"
+  build pyx-again "$work/pyx-2" $(pr 101) $(gencode "${GENCODE:-}")
+  cp -a "$work/store" "$work/store-pr-scope"
+  build pyx-seed "$work/pyx-seed" --cache ccache --cache-store "$work/store-pr-scope" --event push \
+    --ref refs/heads/main --seal-key-file "$work/seal-key" $(gencode "${GENCODE:-}")
+  build pyx-again-pr-scope "$work/pyx-3" $(pr 101 "$work/store-pr-scope") $(gencode "${GENCODE:-}")
   build uncached "$work/base" $(gencode "${GENCODE:-}")
   if [ "${UNCACHED_PR:-0}" = 1 ]; then
     build uncached-pyx "$work/pyx" $(gencode "${GENCODE:-}")
@@ -146,8 +162,8 @@ pr() { echo "--cache ccache --cache-store $work/store --event pull_request --pr 
   if [ "$SMOKE" != 1 ] && [ "${FULL_ARCH:-0}" = 1 ]; then
     # The profile's own CUPY_NVCC_GENERATE_CODE (every architecture CuPy ships), a store of
     # its own so the sm_75 objects above do not count.
-    build cold-all-arch "$work/base" --cache ccache --cache-store "$work/store-all" --event push --ref refs/heads/main
-    build warm-all-arch "$work/again" --cache ccache --cache-store "$work/store-all" --event pull_request --pr 200 --base-ref main
+    build cold-all-arch "$work/base" --cache ccache --cache-store "$work/store-all" --event push --ref refs/heads/main --seal-key-file "$work/seal-key"
+    build warm-all-arch "$work/again" $(pr 200 "$work/store-all")
   fi
 }
 
@@ -234,7 +250,7 @@ def load(label):
 def rate(h, m):
     return f'{100 * h / (h + m):.1f}%' if h is not None and m is not None and h + m else '-'
 
-rows = ['cold', 'warm', 'pyx', 'pxd', 'cold-all-arch', 'warm-all-arch', 'uncached',
+rows = ['cold', 'warm', 'pyx', 'pxd', 'pyx-again', 'pyx-again-pr-scope', 'cold-all-arch', 'warm-all-arch', 'uncached',
         'uncached-pyx', 'uncached-pxd', 'plain-cold', 'plain-warm']
 runs = {l: load(l) for l in rows}
 cold = runs['cold']['seconds']
@@ -265,6 +281,11 @@ targets = [('warm', 0.05), ('pyx', 0.15), ('pxd', 0.5)]
 for label, t in ([] if smoke else targets):  # smoke: a few seconds of work judge nothing
     r = runs[label]
     print(f"{label}: {r['seconds'] / cold:.3f} x cold (target <= {t}): {'met' if r['seconds'] / cold <= t else 'MISSED'}")
+a, b = runs.get('pyx-again'), runs.get('pyx-again-pr-scope')
+if a and b:
+    print(f"a PR's second /test (one .pyx): {a['seconds']:.1f} s reading only signed trusted entries, "
+          f"{b['seconds']:.1f} s when it could read its first /test's: cost of the rule {a['seconds'] / b['seconds']:.2f}x "
+          f"(compiler hits {rate(*a['compiler']) if a['compiler'] else '-'} vs {rate(*b['compiler']) if b['compiler'] else '-'})")
 if runs['plain-warm'] and runs['plain-cold']:
     print(f"plain ccache warm: {runs['plain-warm']['seconds'] / runs['plain-cold']['seconds']:.3f} x its cold; "
           f"vouch warm / plain warm: {runs['warm']['seconds'] / runs['plain-warm']['seconds']:.3f}")
@@ -277,7 +298,8 @@ def same(a, b):
     if ra is None or rb is None:
         return f'{a} vs {b}: not checked ({b} not built)'
     return f"{a} vs {b}: {'identical' if ra['sha256'] == rb['sha256'] else 'DIFFERENT'}"
-for a, b in [('cold', 'uncached'), ('warm', 'uncached'), ('pyx', 'uncached-pyx'), ('pxd', 'uncached-pxd')]:
+for a, b in [('cold', 'uncached'), ('warm', 'uncached'), ('pyx', 'uncached-pyx'), ('pxd', 'uncached-pxd'),
+             ('pyx-again', 'pyx'), ('pyx-again-pr-scope', 'pyx')]:
     print(same(a, b))
 before = open(os.path.join(work, 'main-keys-after-cold')).read()
 after = open(os.path.join(work, 'main-keys-after-prs')).read()
@@ -287,7 +309,7 @@ prs = sorted(os.listdir(os.path.join(work, 'store', 'pr'))) if os.path.isdir(os.
 print(f"pull-request scopes written: {', '.join('pr/' + p for p in prs) or 'none'}")
 bad = [l for l, r in runs.items() if r and not l.startswith('plain') and r['sha256'] is None]
 ok = before == after and runs['warm']['sha256'] == runs['uncached']['sha256'] == runs['cold']['sha256']
-for a, b in [('pyx', 'uncached-pyx'), ('pxd', 'uncached-pxd')]:
+for a, b in [('pyx', 'uncached-pyx'), ('pxd', 'uncached-pxd'), ('pyx-again', 'pyx'), ('pyx-again-pr-scope', 'pyx')]:
     if runs[b] is not None:
         ok = ok and runs[a]['sha256'] == runs[b]['sha256']
 if smoke:

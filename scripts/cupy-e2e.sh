@@ -49,6 +49,8 @@ cell=cuda13x-py$py-linux-64
 sha=${SHA:-0000000000000000000000000000000000000000}
 rm -rf "$work"
 mkdir -p "$work"
+# Trusted builds sign their cache entries with a key derived from the seal key (issue 31).
+[ -s "$work/seal-key" ] || head -c 48 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$work/seal-key"
 export VOUCH_CACHE_DIR=${VOUCH_CACHE_DIR:-$PWD/target/cupy-e2e-cache}
 other_cache=$work/another-user-cache
 seed() { # $1 = cache dir
@@ -72,7 +74,7 @@ build() { # $1 = out dir
   "$vouch" build --profile "$profile" --cell "$cell" --source "$sdist" --out "$1" \
     --set "CUPY_NVCC_GENERATE_CODE=$GENCODE" --set "CUPY_NUM_BUILD_JOBS=$JOBS" \
     --cache "$CACHE" --cache-store "$work/store" --event push --ref refs/heads/main \
-    --sha "$sha" --json > "$1.json"
+    --seal-key-file "$work/seal-key" --sha "$sha" --json > "$1.json"
 }
 echo "== cold build"
 build "$work/cold"

@@ -34,17 +34,27 @@ pub fn markdown(stats: &GatewayStats, tool: Option<&ToolStats>) -> String {
             l.scope, l.hits, l.bytes
         ));
     }
+    let writes = match &stats.write_scope {
+        Some(scope) => format!(
+            "writes {} to `{scope}` ({} bytes)",
+            stats.writes, stats.bytes_written
+        ),
+        None => "read-only".to_owned(),
+    };
     s.push_str(&format!(
-        "\nmisses {} · writes {} to `{}` ({} bytes) · refused writes {} · hit rate {}\n",
+        "\nmisses {} · {writes} · refused writes {} · hit rate {}\n",
         stats.misses,
-        stats.writes,
-        stats.write_scope.as_deref().unwrap_or("-"),
-        stats.bytes_written,
         stats.refused_writes,
         stats
             .hit_rate()
             .map_or("-".to_owned(), |r| format!("{:.1}%", r * 100.0))
     ));
+    if stats.unauthenticated > 0 {
+        s.push_str(&format!(
+            "\n{} entries passed over: not signed by the trusted builds' key\n",
+            stats.unauthenticated
+        ));
+    }
     if stats.unauthorized > 0 {
         s.push_str(&format!(
             "\n{} requests refused for a missing or wrong gateway secret\n",

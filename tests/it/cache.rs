@@ -182,11 +182,17 @@ fn planted_entries_are_never_served(tool: &str, kind: &str) {
     std::fs::write(&attacker_key, "an attacker's own key, 32 bytes or more").unwrap();
     let evil_store = s.dir.path().join("evil-store");
     s.poison(true);
+    // Its own cache directory too: venv seals made under another key are the suite's
+    // business, not this test's.
+    let attacker_cache = s.dir.path().join("attacker-cache");
     let evil = s.build_env(
         &s.original,
         "evil",
         Some((tool, &Backing::Dir(evil_store.clone()), TRUSTED)),
-        &[("VOUCH_SEAL_KEY_FILE", attacker_key.as_os_str())],
+        &[
+            ("VOUCH_SEAL_KEY_FILE", attacker_key.as_os_str()),
+            ("VOUCH_CACHE_DIR", attacker_cache.as_os_str()),
+        ],
     );
     s.poison(false);
     assert_ne!(
@@ -837,10 +843,9 @@ fn gateway_bounds_entries_and_layers_reads() {
     insta::assert_snapshot!(md.stdout, @r"
     | scope | hits | bytes |
     |---|---:|---:|
-    | `pr/7` (read) | 1 | 8 |
     | `branch/main` (read) | 1 | 10 |
 
-    misses 0 · writes 1 to `pr/7` (8 bytes) · refused writes 0 · hit rate 100.0%
+    misses 1 · read-only · refused writes 1 · hit rate 50.0%
     ");
 }
 
@@ -1157,10 +1162,15 @@ fn issue12_gateway_refuses_requests_without_the_secret() {
     let dir = tempdir();
     let store = dir.path().join("store");
     let known = store.join("branch/main/@/ccache/aa/known");
-    std::fs::create_dir_all(known.parent().unwrap()).unwrap();
-    std::fs::write(&known, "trusted entry").unwrap();
     let served = serve(dir.path(), &store, TRUSTED);
     let url = served.url.clone();
+    // The trusted build's own (signed) entry.
+    let c = reqwest::Client::new();
+    assert_eq!(
+        request(&c, "PUT", &format!("{url}/ccache/aa/known"), Some("trusted entry")).0,
+        201
+    );
+    let stored = std::fs::read(&known).unwrap();
     let shape = regex::Regex::new(r"^http://127\.0\.0\.1:[0-9]+/[0-9a-f]{32}$").unwrap();
     assert!(shape.is_match(&url), "no secret in {url:?}");
     let url_file = std::fs::read_dir(dir.path())
@@ -1177,7 +1187,6 @@ fn issue12_gateway_refuses_requests_without_the_secret() {
     let (base, secret) = url.rsplit_once('/').unwrap();
     let wrong = SECRET_LIKE;
     assert_ne!(secret, wrong);
-    let c = reqwest::Client::new();
     let attempts: Vec<(&str, String)> = vec![
         ("PUT", format!("{base}/ccache/aa/evil")),
         ("PUT", format!("{base}/{wrong}/ccache/aa/evil")),
@@ -1210,7 +1219,7 @@ fn issue12_gateway_refuses_requests_without_the_secret() {
         ["branch/main/@/ccache/aa/known"],
         "a request without the secret wrote to the store"
     );
-    assert_eq!(std::fs::read_to_string(&known).unwrap(), "trusted entry");
+    assert_eq!(std::fs::read(&known).unwrap(), stored);
     // With the secret, the same gateway serves reads and writes.
     assert_eq!(
         request(&c, "GET", &format!("{url}/ccache/aa/known"), None),
@@ -1224,9 +1233,10 @@ fn issue12_gateway_refuses_requests_without_the_secret() {
     assert_eq!(status, 200);
     let stats: Value = serde_json::from_str(&stats).unwrap();
     assert_eq!(stats["unauthorized"], attempts.len() as u64, "{stats}");
+    // Two writes: the signed entry this test started with, and the one above.
     assert_eq!(
         (stats["hits"].as_u64(), stats["writes"].as_u64()),
-        (Some(1), Some(1))
+        (Some(1), Some(2))
     );
 }
 
@@ -1254,14 +1264,17 @@ fn issue12_read_only_triggers_refuse_put() {
             let store_dir = dir.path().join("store");
             let store = if on_redis {
                 redis.cli(&["FLUSHALL"]);
-                redis.cli(&["SET", "branch/main/@/ccache/aa/known", "trusted entry"]);
                 redis.url()
             } else {
-                let known = store_dir.join("branch/main/@/ccache/aa/known");
-                std::fs::create_dir_all(known.parent().unwrap()).unwrap();
-                std::fs::write(&known, "trusted entry").unwrap();
                 store_dir.display().to_string()
             };
+            {
+                // The trusted build's own (signed) entry, through its gateway.
+                let main = serve(dir.path(), &store, TRUSTED);
+                let c = reqwest::Client::new();
+                let put = format!("{}/ccache/aa/known", main.url);
+                assert_eq!(request(&c, "PUT", &put, Some("trusted entry")).0, 201);
+            }
             let what = format!("{} on {store}", trigger[1]);
             let served = serve(dir.path(), &store, trigger);
             let url = &served.url;
@@ -1292,11 +1305,12 @@ fn issue12_read_only_triggers_refuse_put() {
                     "branch/main/@/ccache/aa/known",
                     "{what}: a new entry was written"
                 );
-                assert_eq!(
+                // The signed entry, its bytes last.
+                assert!(
                     redis
                         .cli(&["--raw", "GET", "branch/main/@/ccache/aa/known"])
-                        .trim(),
-                    "trusted entry"
+                        .trim()
+                        .ends_with("trusted entry")
                 );
             } else {
                 assert_eq!(
@@ -1304,10 +1318,10 @@ fn issue12_read_only_triggers_refuse_put() {
                     ["branch/main/@/ccache/aa/known"],
                     "{what}: a new entry was written"
                 );
-                assert_eq!(
-                    std::fs::read_to_string(store_dir.join("branch/main/@/ccache/aa/known"))
-                        .unwrap(),
-                    "trusted entry"
+                assert!(
+                    std::fs::read(store_dir.join("branch/main/@/ccache/aa/known"))
+                        .unwrap()
+                        .ends_with(b"trusted entry")
                 );
             }
         }

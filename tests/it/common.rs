@@ -336,6 +336,13 @@ pub fn cache_keys(cmd: &mut Command, scope: &[&str]) {
     }
 }
 
+/// The bytes a cache entry as the gateway stores it carries: after the frame's magic and
+/// Ed25519 signature (`vouch_cache::entry`).
+pub fn entry_payload(stored: &[u8]) -> &[u8] {
+    assert!(stored.starts_with(b"vouchce2"), "not a signed cache entry");
+    &stored[8 + 64..]
+}
+
 /// `vouch cache serve` scope flags: a trusted push to main.
 pub const TRUSTED: &[&str] = &["--event", "push", "--ref", "refs/heads/main"];
 /// A pull request #7 against main: reads branch/main only, writes nothing.

@@ -100,10 +100,12 @@ fn assert_no_secret(stderr: &str, url: &str) {
     );
 }
 
-/// A stored kv entry as the backend writes it: CuPy's disk format, SHA-1 hex + payload.
+/// A stored kv entry as the backend writes it: CuPy's disk format, SHA-1 hex + payload, in
+/// the gateway's signed frame.
 #[track_caller]
 fn assert_entry(path: &Path, payload: &str) {
-    let data = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let stored = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let data = entry_payload(&stored);
     let (digest, rest) = data.split_at(40.min(data.len()));
     assert!(
         digest.iter().all(u8::is_ascii_hexdigit) && rest == payload.as_bytes(),
@@ -144,20 +146,11 @@ fn kv_endpoint_reads_through_scopes_writes_only_its_own_and_enforces_limits() {
     for d in [&t_dir, &p_dir, &ro_dir] {
         std::fs::create_dir_all(d).unwrap();
     }
-    let trusted = serve(&t_dir, &store, TRUSTED);
+    let trusted = serve(&t_dir, &store, &[TRUSTED, &["--max-entry-bytes", "64"]].concat());
     let pr = serve(
         &p_dir,
         &store,
-        &[
-            "--event",
-            "pull_request",
-            "--pr",
-            "7",
-            "--base-ref",
-            "main",
-            "--max-entry-bytes",
-            "64",
-        ],
+        &["--event", "pull_request", "--pr", "7", "--base-ref", "main"],
     );
     let read_only = serve(
         &ro_dir,
@@ -190,7 +183,8 @@ fn kv_endpoint_reads_through_scopes_writes_only_its_own_and_enforces_limits() {
         404
     );
 
-    // A PR reads main's kernels and writes its own scope, even under main's key names.
+    // A PR reads main's signed kernels and writes nothing, under main's key names or its own
+    // (issue 31: nothing may read what a pull request's build wrote).
     assert_eq!(
         request(&c, "GET", &at(p, "kv/k/main.cubin"), None),
         (200, "main's".into())
@@ -198,18 +192,15 @@ fn kv_endpoint_reads_through_scopes_writes_only_its_own_and_enforces_limits() {
     assert_eq!(request(&c, "HEAD", &at(p, "kv/k/main.cubin"), None).0, 200);
     assert_eq!(
         request(&c, "PUT", &at(p, "kv/k/pr.cubin"), Some("the PR's")).0,
-        201
+        403
     );
     assert_eq!(
         request(&c, "PUT", &at(p, "kv/k/main.cubin"), Some("poison")).0,
-        201
+        403
     );
-    assert_eq!(
-        request(&c, "GET", &at(p, "kv/k/pr.cubin"), None),
-        (200, "the PR's".into())
-    );
+    assert_eq!(request(&c, "GET", &at(p, "kv/k/pr.cubin"), None).0, 404);
 
-    // A trusted run never sees either.
+    // A trusted run reads only its own scope.
     assert_eq!(request(&c, "GET", &at(t, "kv/k/pr.cubin"), None).0, 404);
     assert_eq!(request(&c, "HEAD", &at(t, "kv/k/pr.cubin"), None).0, 404);
     assert_eq!(
@@ -219,11 +210,11 @@ fn kv_endpoint_reads_through_scopes_writes_only_its_own_and_enforces_limits() {
 
     // 413 over the cap, 400 for keys outside the key rule, 403 for a read-only scope.
     assert_eq!(
-        request(&c, "PUT", &at(p, "kv/k/big.cubin"), Some(&"x".repeat(65))).0,
+        request(&c, "PUT", &at(t, "kv/k/big.cubin"), Some(&"x".repeat(65))).0,
         413
     );
     for bad in ["kv/", "kv/k//x", "kv/k%2Fx", "kv/k/x%00", "kv/k/a b"] {
-        assert_eq!(request(&c, "PUT", &at(p, bad), Some("x")).0, 400, "{bad}");
+        assert_eq!(request(&c, "PUT", &at(t, bad), Some("x")).0, 400, "{bad}");
     }
     assert_eq!(
         request(&c, "PUT", &at(ro, "kv/k/ro.cubin"), Some("x")).0,
@@ -245,34 +236,27 @@ fn kv_endpoint_reads_through_scopes_writes_only_its_own_and_enforces_limits() {
         [
             "branch/main/@/ccache/k/cc.cubin",
             "branch/main/@/kv/k/main.cubin",
-            "pr/7/@/kv/k/main.cubin",
-            "pr/7/@/kv/k/pr.cubin",
         ]
     );
     assert_eq!(
-        std::fs::read_to_string(store.join("branch/main/@/kv/k/main.cubin")).unwrap(),
-        "main's"
+        entry_payload(&std::fs::read(store.join("branch/main/@/kv/k/main.cubin")).unwrap()),
+        b"main's"
     );
     let s = stats(&p.url);
     assert_eq!(
-        (
-            &s["writes"],
-            &s["too_large"],
-            &s["refused_other"],
-            &s["unauthorized"]
-        ),
-        (&json!(2), &json!(1), &json!(5), &json!(1))
+        (&s["writes"], &s["refused_writes"], &s["unauthorized"]),
+        (&json!(0), &json!(2), &json!(1))
     );
+    assert_eq!(s["layers"].as_array().unwrap().len(), 1, "{s}");
     assert_eq!(
         s["layers"][0],
-        json!({"scope": "pr/7", "hits": 1, "bytes": 8})
-    );
-    assert_eq!(
-        s["layers"][1],
-        json!({"scope": "branch/main", "hits": 2, "bytes": 6})
+        json!({"scope": "branch/main", "hits": 2, "bytes": 12})
     );
     let s = stats(&t.url);
-    assert_eq!((&s["misses"], &s["writes"]), (&json!(4), &json!(2)));
+    assert_eq!(
+        (&s["misses"], &s["writes"], &s["too_large"], &s["refused_other"]),
+        (&json!(4), &json!(2), &json!(1), &json!(5))
+    );
     assert_eq!(stats(&ro.url)["refused_writes"], 1);
 }
 
@@ -319,7 +303,8 @@ fn cupy_kernel_cache_with_the_real_cupy_module_pr_writes_only_pr7_and_trusted_ne
     );
 
     // A PR's test run (`--event pull_request --pr 7 --base-ref main`), with an empty local
-    // disk: main's kernel is a hit; what it compiles lands in pr/7, even under main's name.
+    // disk: main's kernel is a hit; what it compiles stays on its local disk (issue 31: a
+    // pull request's run writes nothing to the shared cache, under main's name or its own).
     let pr = serve(
         &p_dir,
         &store,
@@ -347,30 +332,25 @@ fn cupy_kernel_cache_with_the_real_cupy_module_pr_writes_only_pr7_and_trusted_ne
             Value::Null
         ]
     );
-    assert!(!err.contains("WARNING"), "{err}");
+    // Said once, and the run goes on.
+    assert_eq!(err.matches("read-only").count(), 1, "{err}");
     assert_no_secret(&err, &pr.url);
     assert_eq!(
         store_files(&store),
-        [
-            format!("branch/main/@/kv/{ns}/main.cubin"),
-            format!("pr/7/@/kv/{ns}/main.cubin"),
-            format!("pr/7/@/kv/{ns}/new.cubin"),
-        ]
+        [format!("branch/main/@/kv/{ns}/main.cubin")]
     );
     assert_entry(
         &store.join(format!("branch/main/@/kv/{ns}/main.cubin")),
         "main's kernel",
     );
-    assert_entry(
-        &store.join(format!("pr/7/@/kv/{ns}/new.cubin")),
-        "the PR's kernel",
-    );
-    assert_entry(&store.join(format!("pr/7/@/kv/{ns}/main.cubin")), "poison");
     let s = stats(&pr.url);
-    assert_eq!((&s["writes"], &s["misses"]), (&json!(2), &json!(1)));
     assert_eq!(
-        s["layers"][1],
-        json!({"scope": "branch/main", "hits": 1, "bytes": 53})
+        (&s["writes"], &s["refused_writes"], &s["misses"]),
+        (&json!(0), &json!(1), &json!(1))
+    );
+    assert_eq!(
+        s["layers"],
+        json!([{"scope": "branch/main", "hits": 1, "bytes": 53}])
     );
 
     // The next trusted run (fresh local disk) never loads what the PR compiled.
@@ -502,9 +482,12 @@ fn cupy_kernel_cache_install_sets_the_backend_and_gateway_failures_never_fail_a_
         "nothing reached the store"
     );
 
-    // An entry that is not CuPy's disk format (cut short, or PUT by hand) is a miss, never
-    // handed to CuPy or kept on disk.
-    let bad = format!("{}/kv/{}/bad.cubin", pr.url, namespace());
+    // An entry that is not CuPy's disk format (cut short, or PUT by hand through a trusted
+    // gateway) is a miss, never handed to CuPy or kept on disk.
+    let t_dir = dir.path().join("t");
+    std::fs::create_dir_all(&t_dir).unwrap();
+    let trusted = serve(&t_dir, &store, TRUSTED);
+    let bad = format!("{}/kv/{}/bad.cubin", trusted.url, namespace());
     let put = request(&reqwest::Client::new(), "PUT", &bad, Some("not a cubin"));
     assert_eq!(put.0, 201);
     let (out, err) = driver(
