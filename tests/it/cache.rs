@@ -434,6 +434,53 @@ fn no_secret_in(runs: &[&Run], secrets: &[&str]) {
     }
 }
 
+/// Issue 31: a credential that may write but not delete (here a Redis user with SET and
+/// SETEX but no DEL) used to leave `cache check`'s probes in trusted scopes for good. Probes
+/// are now written to expire on their own where the store can (Redis: SETEX), so each one
+/// left behind carries a TTL of at most five minutes.
+#[test]
+fn issue31_cache_check_probes_expire_where_they_cannot_be_removed() {
+    let redis = RedisServer::start();
+    redis.cli(&[
+        "ACL",
+        "SETUSER",
+        "nodel",
+        "on",
+        ">pw-nodel",
+        "~*",
+        "-@all",
+        "+@connection",
+        "+get",
+        "+set",
+        "+setex",
+        "+exists",
+        "+strlen",
+    ]);
+    let r = check(&[
+        "--cache-store".into(),
+        format!("redis://nodel:pw-nodel@127.0.0.1:{}", redis.port),
+    ]);
+    assert_open_at_main(&r);
+    let left: Vec<String> = redis
+        .cli(&["--raw", "KEYS", "*"])
+        .lines()
+        .filter(|l| !l.is_empty())
+        .map(str::to_owned)
+        .collect();
+    assert!(
+        left.contains(&"branch/main/@/.vouch-fence-probe".to_owned()),
+        "the removal failed, so the probe is there: {left:?}"
+    );
+    for key in &left {
+        let ttl: i64 = redis.cli(&["TTL", key]).trim().parse().unwrap();
+        assert!(
+            (1..=300).contains(&ttl),
+            "{key} has TTL {ttl}: it never expires"
+        );
+    }
+    no_secret_in(&[&r], &["pw-nodel"]);
+}
+
 /// Redis: `cache grant` mints the per-PR ACL user the PR job gets; `cache check` passes with
 /// it and fails closed (20) with the trusted credential and with a hand-made broad one.
 #[test]
@@ -1167,7 +1214,13 @@ fn issue12_gateway_refuses_requests_without_the_secret() {
     // The trusted build's own (signed) entry.
     let c = reqwest::Client::new();
     assert_eq!(
-        request(&c, "PUT", &format!("{url}/ccache/aa/known"), Some("trusted entry")).0,
+        request(
+            &c,
+            "PUT",
+            &format!("{url}/ccache/aa/known"),
+            Some("trusted entry")
+        )
+        .0,
         201
     );
     let stored = std::fs::read(&known).unwrap();
