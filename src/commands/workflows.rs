@@ -105,6 +105,14 @@ pub fn run(cmd: WorkflowsCommand) -> anyhow::Result<ExitCode> {
                 };
                 output::note(format!("  secrets.{name} ({home}): {why}"));
             }
+            let profile = Profile::load(&args.profile)?;
+            if let Some(w) = profile
+                .workflows
+                .as_ref()
+                .and_then(|w| vouch_workflows::pr_cache_note(&w.cache))
+            {
+                output::note(w);
+            }
             output::note(format!(
                 "limit the environment {} to these deployment refs: {}; {}",
                 vouch_workflows::TRUSTED_ENVIRONMENT,

@@ -351,6 +351,14 @@ impl BuildCache {
     }
 }
 
+/// What `generate` tells the maintainer when the profile gives pull-request builds no cache
+/// for want of the public key (the arm in [`BuildCache::new`] that leaves them without one).
+pub fn pr_cache_note(spec: &CacheSpec) -> Option<&'static str> {
+    (spec.store != CacheStoreKind::None && spec.public_key.is_none()).then_some(
+        "pull-request builds get no compiler cache until [workflows.cache] public_key is set: it is what `vouch cache public-key --seal-key-file <a file holding VOUCH_SEAL_KEY>` prints, and a pull request's build verifies every cache entry with it",
+    )
+}
+
 /// The record job's extra step for `redis`: mints the pull request's cache user and puts
 /// its password into the request directory the job uploads. `None` for other stores.
 pub(crate) fn grant_step(spec: &CacheSpec) -> Option<String> {

@@ -42,6 +42,7 @@ use serde::Serialize;
 use vouch_profile::{CacheSpec, CacheTool, Platform, Profile, StepsSpec};
 
 pub use audit::{Rule, Violation, audit_trust};
+pub use cache::pr_cache_note;
 pub use calls::{VouchCall, vouch_calls};
 pub use dispatch::Dispatch;
 pub use install::Install;
@@ -134,7 +135,7 @@ pub const SECRETS: &[(&str, SecretHome, &str)] = &[
     (
         "VOUCH_SEAL_KEY",
         SecretHome::TrustedEnvironment,
-        "32+ random bytes that authenticate the venvs and toolkits push builds reuse (self-hosted runners)",
+        "32+ random bytes that authenticate the venvs and toolkits push builds reuse and sign every compiler-cache entry they write (a push build's cache needs it); its public half goes in [workflows.cache] public_key (`vouch cache public-key`)",
     ),
     (
         "FLEXCI_WEBHOOK_SECRET",
