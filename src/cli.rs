@@ -478,7 +478,8 @@ pub struct ScopeArgs {
     /// branch's scope.
     #[arg(long = "ref", value_name = "REF", conflicts_with = "scope_from_github")]
     pub git_ref: Option<String>,
-    /// The pull request being built (with --event pull_request): it writes only pr/<N>.
+    /// The pull request being built (with --event pull_request): it reads the base and
+    /// default branches' scopes and writes nothing.
     #[arg(long, value_name = "N", conflicts_with = "scope_from_github")]
     pub pr: Option<u64>,
     /// The pull request's base branch: the scope its build reads besides its own.
@@ -571,9 +572,9 @@ pub enum CacheCommand {
         #[command(flatten)]
         common: Common,
     },
-    /// A credential for one pull request's build that writes only pr/<N>: a Redis ACL user
-    /// that expires (its URL on stdout, its password in --out), or for s3:// and gs:// the
-    /// IAM policy to attach (JSON on stdout).
+    /// A read-only credential for one pull request's build (the branch scopes it reads; it
+    /// writes nothing): a Redis ACL user that expires (its URL on stdout, its password in
+    /// --out), or for s3:// and gs:// the IAM policy to attach (JSON on stdout).
     Grant {
         /// The cache store with an admin credential (redis://admin@host:port), or the s3://
         /// or gs:// store the policy is for.
@@ -582,7 +583,7 @@ pub enum CacheCommand {
         /// File holding the admin credential's secret. Left in place.
         #[arg(long, value_name = "FILE")]
         password_file: Option<PathBuf>,
-        /// The pull request the credential is for: it may write pr/<N> only.
+        /// The pull request the credential is for: it may read, never write.
         #[arg(long, value_name = "N")]
         pr: u64,
         /// The pull request's base branch (its builds read that scope).

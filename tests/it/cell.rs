@@ -482,7 +482,10 @@ fn the_sample_builds_as_a_cell_without_a_toolchain() {
         warm["artifact"],
         format!("vouch-sample-py{}-linux-64-pr7-{SHA}", python_minor())
     );
-    assert_eq!(warm["cache"]["gateway"]["write_scope"], serde_json::Value::Null);
+    assert_eq!(
+        warm["cache"]["gateway"]["write_scope"],
+        serde_json::Value::Null
+    );
     assert_eq!(warm["sha256"], cold["sha256"]);
     assert_eq!(warm["cache"]["hit_rate"], 1.0, "{warm}");
 }

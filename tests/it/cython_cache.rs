@@ -220,7 +220,7 @@ fn every_input_of_a_translation_is_in_its_key() {
 }
 
 #[test]
-fn a_pull_requests_build_reads_mains_translations_and_writes_only_its_own_scope() {
+fn a_pull_requests_build_reads_mains_translations_and_writes_nothing() {
     let dir = tempdir();
     build(
         dir.path(),
@@ -239,7 +239,10 @@ fn a_pull_requests_build_reads_mains_translations_and_writes_only_its_own_scope(
     let b = build(dir.path(), &pr, "pr", Some(PR7));
     // The changed module misses and is not stored: a pull request's build writes nothing.
     assert_eq!(b.cython(), (1, 1, 0), "{}", b.json["cache"]);
-    assert_eq!(b.json["cache"]["gateway"]["write_scope"], serde_json::Value::Null);
+    assert_eq!(
+        b.json["cache"]["gateway"]["write_scope"],
+        serde_json::Value::Null
+    );
     assert_eq!(store_files(dir.path(), "branch/main"), main_before);
     assert!(store_files(dir.path(), "pr/7").is_empty());
 

@@ -111,7 +111,7 @@ fn assert_entry(path: &Path, payload: &str) {
         digest.iter().all(u8::is_ascii_hexdigit) && rest == payload.as_bytes(),
         "{}: {:?}",
         path.display(),
-        String::from_utf8_lossy(&data)
+        String::from_utf8_lossy(data)
     );
 }
 
@@ -135,7 +135,7 @@ fn stats(url: &str) -> Value {
 }
 
 #[test]
-fn kv_endpoint_reads_through_scopes_writes_only_its_own_and_enforces_limits() {
+fn kv_endpoint_reads_signed_entries_pr_writes_nothing_and_enforces_limits() {
     let dir = tempdir();
     let store = dir.path().join("store");
     let (t_dir, p_dir, ro_dir) = (
@@ -146,7 +146,11 @@ fn kv_endpoint_reads_through_scopes_writes_only_its_own_and_enforces_limits() {
     for d in [&t_dir, &p_dir, &ro_dir] {
         std::fs::create_dir_all(d).unwrap();
     }
-    let trusted = serve(&t_dir, &store, &[TRUSTED, &["--max-entry-bytes", "64"]].concat());
+    let trusted = serve(
+        &t_dir,
+        &store,
+        &[TRUSTED, &["--max-entry-bytes", "64"]].concat(),
+    );
     let pr = serve(
         &p_dir,
         &store,
@@ -254,14 +258,19 @@ fn kv_endpoint_reads_through_scopes_writes_only_its_own_and_enforces_limits() {
     );
     let s = stats(&t.url);
     assert_eq!(
-        (&s["misses"], &s["writes"], &s["too_large"], &s["refused_other"]),
+        (
+            &s["misses"],
+            &s["writes"],
+            &s["too_large"],
+            &s["refused_other"]
+        ),
         (&json!(4), &json!(2), &json!(1), &json!(5))
     );
     assert_eq!(stats(&ro.url)["refused_writes"], 1);
 }
 
 #[test]
-fn cupy_kernel_cache_with_the_real_cupy_module_pr_writes_only_pr7_and_trusted_never_loads_it() {
+fn cupy_kernel_cache_with_the_real_cupy_module_pr_writes_nothing_and_trusted_never_loads_it() {
     let dir = tempdir();
     let store = dir.path().join("store");
     let (t_dir, p_dir) = (dir.path().join("t"), dir.path().join("p"));

@@ -499,16 +499,6 @@ mod tests {
     struct MemStore(std::sync::Mutex<std::collections::BTreeMap<String, bytes::Bytes>>);
 
     impl MemStore {
-        fn with(entries: &[(&str, &str)]) -> Self {
-            let s = MemStore::default();
-            for (k, v) in entries {
-                s.0.lock()
-                    .unwrap()
-                    .insert((*k).to_owned(), bytes::Bytes::from(v.to_string()));
-            }
-            s
-        }
-
         fn keys(&self) -> Vec<String> {
             self.0.lock().unwrap().keys().cloned().collect()
         }
@@ -522,10 +512,6 @@ mod tests {
                 .unwrap()
                 .get(&format!("{scope}/{key}"))
                 .cloned())
-        }
-
-        async fn exists(&self, scope: &Scope, key: &str) -> Result<bool, StoreError> {
-            Ok(self.get(scope, key).await?.is_some())
         }
 
         async fn put(

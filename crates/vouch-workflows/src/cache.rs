@@ -375,12 +375,12 @@ pub(crate) fn grant_step(spec: &CacheSpec) -> Option<String> {
           DEFAULT_BRANCH: ${{ github.event.repository.default_branch }}
           TTL: '@@TTL@@'
         run: |
-          # The Redis user vouch-pr-<N> may write pr/<N> and read pr/<N>, the base branch and
-          # the default branch, until the TTL. Its password goes into the request artifact:
-          # the pull request's own code runs in the build job that uses it and can read it
-          # anyway, and anyone who can read this repository's artifacts can too, which grants
-          # no more. The admin password stays in this job, which runs nothing from the pull
-          # request.
+          # The Redis user vouch-pr-<N> may read the base and the default branch's scopes
+          # and write nothing, until the TTL. Its password goes into the request artifact,
+          # and anyone can download a public repository's artifacts: it is public, so it
+          # grants nothing a stranger could misuse (every entry it reads is signed by the
+          # trusted builds anyway). The admin password stays in this job, which runs nothing
+          # from the pull request.
           admin="$RUNNER_TEMP/vouch-cache-admin-password"
           trap 'rm -f "$admin"' EXIT
           (umask 077 && printf '%s' "$VOUCH_CACHE_ADMIN_PASSWORD" > "$admin")

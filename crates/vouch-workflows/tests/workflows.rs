@@ -387,7 +387,9 @@ fn with_workflows(section: &str) -> Profile {
         Profile::parse(&format!("{}\n{section}", &text[..cut]), "vouch.toml").expect("parses");
     // The repository's cache public key, unless the section names one.
     if let Some(w) = p.workflows.as_mut() {
-        w.cache.public_key.get_or_insert_with(|| CACHE_PUBLIC_KEY.to_owned());
+        w.cache
+            .public_key
+            .get_or_insert_with(|| CACHE_PUBLIC_KEY.to_owned());
     }
     p
 }

@@ -5,8 +5,9 @@
 (``tests/cupy_tests/_gcp_kernel_cache_backend.py``, cupy/cupy#9738) does, but
 it talks to ``vouch cache serve`` on loopback instead of a bucket. The gateway
 decides the scopes: a pull request's test run reads main's kernels and writes
-only ``pr/<N>``; a trusted run never reads a PR's scope, so it never loads a
-kernel a PR compiled. See README.md next to this file.
+nothing (its saves stay on local disk); every kernel served is signed by the
+trusted runs, so none loads a kernel a PR compiled. See README.md next to this
+file.
 
 Kernels stay on local disk too (this class *is* CuPy's disk backend), so a hot
 kernel never round-trips. The gateway holds the same bytes the disk does: the

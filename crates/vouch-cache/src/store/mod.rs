@@ -89,11 +89,6 @@ pub trait CacheStore: Send + Sync + 'static {
         scope: &Scope,
         key: &str,
     ) -> impl Future<Output = Result<Option<Bytes>, StoreError>> + Send;
-    fn exists(
-        &self,
-        scope: &Scope,
-        key: &str,
-    ) -> impl Future<Output = Result<bool, StoreError>> + Send;
     /// Atomic: a reader sees the whole entry or none of it.
     fn put(
         &self,
@@ -173,15 +168,6 @@ impl CacheStore for AnyStore {
             Ok(buf) => Ok(Some(buf.to_bytes())),
             Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
             Err(e) => Err(self.error("read", path, e)),
-        }
-    }
-
-    async fn exists(&self, scope: &Scope, key: &str) -> Result<bool, StoreError> {
-        let path = object_path(scope, key);
-        match self.op.stat(&path).await {
-            Ok(_) => Ok(true),
-            Err(e) if e.kind() == ErrorKind::NotFound => Ok(false),
-            Err(e) => Err(self.error("stat", path, e)),
         }
     }
 

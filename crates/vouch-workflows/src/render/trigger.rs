@@ -39,7 +39,7 @@ fn grant(v: &Vars<'_>) -> [String; 5] {
         // Building vouch from source (`install = "source"`) takes minutes.
         "45".into(),
         format!("\nenv:\n{}", v.install().env()),
-        "\n#   With the Redis cache it also grants the pull request its own cache user\n#   (`vouch cache grant`: writes pr/<N> only, until the TTL) and adds that user's password\n#   to the record. It reads and writes no cache entry.".into(),
+        "\n#   With the Redis cache it also grants the pull request its own cache user\n#   (`vouch cache grant`: read-only, until the TTL) and adds that user's password\n#   to the record. It reads and writes no cache entry.".into(),
     ]
 }
 
