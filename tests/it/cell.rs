@@ -440,16 +440,6 @@ fn the_sample_builds_as_a_cell_without_a_toolchain() {
     copy_sample(&src);
     let profile = repo_root().join("pyproject-templates/sample/vouch.toml");
     let cell = format!("cpu-py{}-linux-64", python_minor());
-    let pr7: &[&str] = &[
-        "--event",
-        "pull_request",
-        "--ref",
-        "refs/pull/7/merge",
-        "--pr",
-        "7",
-        "--base-ref",
-        "main",
-    ];
     let build = |out: &str, scope: &[&str]| {
         let mut cmd = vouch();
         cache_keys(&mut cmd, scope);
@@ -475,7 +465,7 @@ fn the_sample_builds_as_a_cell_without_a_toolchain() {
         format!("vouch-sample-py{}-linux-64-{SHA}", python_minor())
     );
     assert_eq!(cold["cache"]["gateway"]["write_scope"], "branch/main");
-    let warm = build("warm", pr7);
+    let warm = build("warm", PR7);
     assert_eq!(warm.code, 0, "{}", warm.stderr);
     let warm = warm.json();
     assert_eq!(

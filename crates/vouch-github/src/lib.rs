@@ -290,17 +290,8 @@ impl GithubClient {
         event: &str,
         head_sha: &str,
     ) -> Result<Vec<Run>, GithubError> {
-        let url = format!(
-            "{}/repos/{repo}/actions/workflows/{workflow_id}/runs?event={}&head_sha={}&status=success&per_page=100",
-            self.api,
-            urlencode(event),
-            urlencode(head_sha)
-        );
-        self.list(url, Some("workflow_runs"))
-            .await?
-            .into_iter()
-            .map(|(r, page)| parse(r, || page))
-            .collect()
+        self.runs_of(repo, workflow_id, event, head_sha, "&status=success")
+            .await
     }
 
     /// `GET /repos/{repo}/actions/runs/{id}`.
@@ -324,8 +315,21 @@ impl GithubClient {
         event: &str,
         head_sha: &str,
     ) -> Result<Vec<TimedRun>, GithubError> {
+        self.runs_of(repo, workflow_id, event, head_sha, "").await
+    }
+
+    /// The runs of a workflow under `event` at `head_sha`, with `filter` (`&status=…` or
+    /// nothing) added to the query, each parsed as `T`.
+    async fn runs_of<T: DeserializeOwned>(
+        &self,
+        repo: &str,
+        workflow_id: u64,
+        event: &str,
+        head_sha: &str,
+        filter: &str,
+    ) -> Result<Vec<T>, GithubError> {
         let url = format!(
-            "{}/repos/{repo}/actions/workflows/{workflow_id}/runs?event={}&head_sha={}&per_page=100",
+            "{}/repos/{repo}/actions/workflows/{workflow_id}/runs?event={}&head_sha={}{filter}&per_page=100",
             self.api,
             urlencode(event),
             urlencode(head_sha)
