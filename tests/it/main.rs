@@ -21,6 +21,7 @@ mod fetch;
 mod flexci;
 mod kernel_cache;
 mod lock;
+mod mutation_pins;
 mod profile;
 mod provenance;
 mod prsign;

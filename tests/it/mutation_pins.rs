@@ -7,6 +7,7 @@ use std::path::PathBuf;
 
 use serde_json::{Value, json};
 use vouch_testgh::FakeGithub;
+use vouch_testsig::GithubClaims;
 
 use crate::common::*;
 
@@ -281,6 +282,11 @@ fn issue31_pin_refuses() {
             "pull requests #7, #8 all have a /test request for",
         ),
         (
+            "the API names no head repository for the build run",
+            |w| w.edit("runs/700.json", |r| r["head_repository"] = Value::Null),
+            "the API names no head repository for it",
+        ),
+        (
             "the build run is not completed, whatever its conclusion says",
             |w| w.edit("runs/700.json", |r| r["status"] = "in_progress".into()),
             "it did not succeed (status \"in_progress\", conclusion \"success\")",
@@ -292,5 +298,80 @@ fn issue31_pin_refuses() {
         let r = w.pin();
         assert_ne!(r.code, 0, "{what}: pinned\n{}", r.stdout);
         assert!(r.stderr.contains(words), "{what}: {}", r.stderr);
+    }
+}
+
+// ------------------------------------------------------------------ vouch fetch, push builds
+
+/// `vouch fetch` of the push build `fetch`'s world published (run 500 at HEAD), held to `cell`.
+fn fetch_push(w: &crate::fetch::World, gh: &FakeGithub, cell: &str) -> Run {
+    let token = w.dir.path().join("token");
+    std::fs::write(&token, crate::fetch::TOKEN).unwrap();
+    let out = w.dir.path().join("out");
+    let r = run(vouch()
+        .args(["fetch", "--repo", crate::fetch::REPO])
+        .args(["--workflow", ".github/workflows/vouch-build.yml"])
+        .args(["--api-url", &gh.url, "--token-file"])
+        .arg(&token)
+        .arg("--trust-root")
+        .arg(&w.root)
+        .arg("--out")
+        .arg(&out)
+        .args(["--json", "--event", "push", "--sha", crate::fetch::HEAD])
+        .args(["--dist", "cupy-cuda13x", "--python-version", "3.12"])
+        .args(["--platform", "linux-64", "--cell", cell]));
+    if r.code != 0 {
+        assert!(!out.exists() || std::fs::read_dir(&out).unwrap().next().is_none());
+    }
+    r
+}
+
+/// The certificate of a push build's bundle must name the expected commit, event and cell
+/// even where the run the API describes (run 500: push of main at HEAD, the build workflow)
+/// is the expected one: the API's run and the certificate are two witnesses, and the policy
+/// holds the certificate to the expectation itself.
+#[test]
+fn issue31_fetch_holds_a_push_certificate_to_the_expectation() {
+    const CELL: &str = "cuda13x-py3.12-linux-64";
+    type Edit = fn(&mut GithubClaims);
+    let cases: &[(&str, Edit, &str, &str)] = &[
+        ("as expected", |_| {}, CELL, ""),
+        (
+            "signed at another commit",
+            |c| c.sha = MOVED.into(),
+            CELL,
+            "source commit (OID .1.13): expected \"1111111111111111111111111111111111111111\", found \"2222222222222222222222222222222222222222\"",
+        ),
+        (
+            "signed by a run of another event",
+            |c| c.event_name = "workflow_dispatch".into(),
+            CELL,
+            "build trigger (OID .1.20): expected \"push\", found \"workflow_dispatch\"",
+        ),
+        (
+            "signed for another cell",
+            |_| {},
+            "cuda13x-py3.12-linux-64-other",
+            "statement cell (internalParameters.vouch.cell): expected \"cuda13x-py3.12-linux-64-other\", found \"cuda13x-py3.12-linux-64\"",
+        ),
+    ];
+    for (what, edit, cell, words) in cases {
+        let w = crate::fetch::World::new();
+        let mut c = crate::fetch::claims("push", "vouch-build.yml", 500);
+        edit(&mut c);
+        let (wheel, bundle) = w.signed(what, &c, b"the wheel");
+        w.publish(
+            &format!("cupy-cuda13x-py3.12-linux-64-{}", crate::fetch::HEAD),
+            500,
+            &[wheel, bundle],
+        );
+        let gh = w.github();
+        let r = fetch_push(&w, &gh, cell);
+        if words.is_empty() {
+            assert_eq!(r.code, 0, "{what}: {}", r.stderr);
+        } else {
+            assert_ne!(r.code, 0, "{what}: fetched\n{}", r.stdout);
+            assert!(r.stderr.contains(words), "{what}: {}", r.stderr);
+        }
     }
 }
