@@ -241,6 +241,7 @@ static CLASSIFIERS: &[(&str, Classifier)] = classifiers![
     vouch_cache::ToolError,
     vouch_cache::UrlError,
     vouch_cache::ScopeError,
+    vouch_cache::EntryKeyError,
     vouch_cache::TriggerError,
     vouch_core::NameError,
     vouch_core::DigestError,
@@ -547,8 +548,9 @@ macro_rules! always {
 }
 
 always! {
+    // A cache public key that does not parse, or is not the seal key's: a flag or profile value.
     Usage: crate::common::UsageError, vouch_cache::UrlError, vouch_attest::UnknownSigner,
-        vouch_fetch::UnknownSource;
+        vouch_fetch::UnknownSource, vouch_cache::EntryKeyError;
     // Malformed values: a scope, an artifact name, a digest, a portable path, a run context.
     InvalidInput: vouch_cache::ScopeError, vouch_core::NameError, vouch_core::DigestError,
         vouch_core::portable_path::PortableNameError, vouch_core::portable_path::Collision,
