@@ -1193,6 +1193,11 @@ pub struct FetchArgs {
     /// `FLEXCI_COMMIT_ID`, else the checkout's HEAD, its second parent for a merge).
     #[arg(long)]
     pub from_flexci: bool,
+    /// The checkout the tests will run from (a test farm's): its HEAD must be the commit the
+    /// wheel was built from, as its verified statement says (for a pull request, the vouched
+    /// head itself, not `refs/pull/<N>/merge`), or nothing is written or installed (exit 34).
+    #[arg(long, value_name = "DIR")]
+    pub checkout: Option<PathBuf>,
     /// Where the artifacts come from: `github[:API_URL]` or `store:DIR` [default: github].
     #[arg(long, value_name = "SOURCE", conflicts_with_all = ["api_url", "store"])]
     pub source: Option<vouch_fetch::SourceSpec>,
@@ -1308,13 +1313,8 @@ pub struct DispatchFlexciArgs {
     /// File holding the webhook secret (less one trailing newline). It is read, then deleted
     /// (unless --keep-password-file), as soon as the command line is parsed. `--secret-file`
     /// is the old spelling.
-    #[arg(
-        long,
-        alias = "secret-file",
-        value_name = "FILE",
-        value_parser = take_secret_file,
-        required_unless_present = "dry_run"
-    )]
+    /// Needed to send one (not for a dry run, nor for `/test skip`, which sends nothing).
+    #[arg(long, alias = "secret-file", value_name = "FILE", value_parser = take_secret_file)]
     pub password_file: Option<SecretString>,
     /// Leave the --password-file in place.
     #[arg(long, alias = "keep-secret-file", requires = "password_file")]
@@ -1333,6 +1333,28 @@ pub struct DispatchFlexciArgs {
     /// The directory --dry-run writes the request into.
     #[arg(long, value_name = "DIR", value_parser = out_dir, requires = "dry_run")]
     pub out: Option<PathBuf>,
+    /// File holding a token that may set commit statuses (and, for `/test force-skip`, comment
+    /// on the pull request). With it, the statuses CuPy's dispatcher sets are set on --commit:
+    /// `<context> (dashboard)`, "Skipped" for each project not dispatched that has no status,
+    /// and force-skip's overrides. Read, then deleted (unless --keep-token-file).
+    #[arg(long, value_name = "FILE", value_parser = take_token_file, requires_all = ["repo", "commit"])]
+    pub token_file: Option<TokenFile>,
+    /// Leave the --token-file in place.
+    #[arg(long, requires = "token_file")]
+    pub keep_token_file: bool,
+    /// The repository the statuses go to, `OWNER/NAME`.
+    #[arg(long, value_name = "OWNER/NAME", requires = "token_file")]
+    pub repo: Option<String>,
+    /// The commit the statuses go on (40 hex digits): the pushed commit, or the vouched head
+    /// (checked against the request beside --webhook when there is one).
+    #[arg(long, value_name = "SHA", requires = "token_file")]
+    pub commit: Option<String>,
+    /// The statuses' context prefix.
+    #[arg(long, default_value = "pfn-public-ci", value_name = "PREFIX")]
+    pub flexci_context: String,
+    /// GitHub API base URL (GitHub Enterprise, tests).
+    #[arg(long, default_value = "https://api.github.com", value_name = "URL")]
+    pub api_url: String,
     #[command(flatten)]
     pub common: Common,
 }

@@ -109,6 +109,7 @@ fn publish_and_install(
         artifact_name: name,
         cell: None,
         wait_for_run: Duration::ZERO,
+        checkout: None,
     };
     let cfg = vouch_fetch::VerifyConfig {
         trust: vouch_verify::TrustSpec {

@@ -85,6 +85,15 @@ impl FetchArgs {
                 .to_string()
             }
         };
+        let checkout = match &self.checkout {
+            None => None,
+            Some(dir) => Some(vouch_fetch::Checkout::at(dir).ok_or_else(|| {
+                usage(format!(
+                    "--checkout {}: not a git checkout, so the commit the tests would run from cannot be read (keep its .git)",
+                    dir.display()
+                ))
+            })?),
+        };
         Ok(Expectation {
             repo,
             workflow: self.workflow.clone(),
@@ -95,6 +104,7 @@ impl FetchArgs {
             artifact_name,
             cell: self.cell.clone(),
             wait_for_run: std::time::Duration::from_secs(self.wait_for_run),
+            checkout,
         })
     }
 

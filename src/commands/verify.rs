@@ -334,6 +334,10 @@ fn print_verified(what: &str, v: &Verified) {
             req.base_sha,
             req.recorded_by_run
         ));
+        output::data(format!(
+            "  built:      {} (the vouched head itself; tests must run from this commit, not a merge)",
+            p.source.built_sha
+        ));
         let r = &p.reported_by_build;
         let opt = |o: &Option<String>| o.clone().unwrap_or_else(|| "-".into());
         output::data(format!(

@@ -313,6 +313,22 @@ fn checkout(dir: &Path, merge: bool) -> (PathBuf, String) {
     (repo, head)
 }
 
+/// Checks `sha` out at `repo`, detached: what check-checkout.sh does with a pull request's
+/// merge checkout.
+fn detach(repo: &Path, sha: &str) {
+    let out = std::process::Command::new("git")
+        .arg("-C")
+        .arg(repo)
+        .args(["checkout", "-q", "--detach", sha])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 /// `fetch-wheel.sh` as a FlexCI job runs it: `env` sets the job's variables on top of a clean
 /// slate (vouch preinstalled, the token file, the checkout to check), `path` leads PATH.
 struct Job<'a> {
@@ -416,6 +432,8 @@ fn fetch_wheel_sh_installs_what_the_flexci_job_names() {
     let w = World::new();
     let (py, plat) = (python_version(), platform());
     let (pr_checkout, pr_head) = checkout(w.dir.path(), true);
+    // The head, as check-checkout.sh leaves FlexCI's refs/pull/7/merge (issue 32).
+    detach(&pr_checkout, &pr_head);
     let (push_checkout, push_sha) = checkout(w.dir.path(), false);
     // Only the push build is published: a PR build is signed by vouch-sign.yml, which
     // tests/it/prsign.rs covers end to end (with `--from-flexci`); here the PR job must look
@@ -438,6 +456,14 @@ fn fetch_wheel_sh_installs_what_the_flexci_job_names() {
             "/bin/vouch install --from-flexci --repo cupy/cupy --event pull_request --pr 7 --sha {pr_head} --dist cupy-cuda13x --python-version {py} --platform {plat} --python python3 --extras test --token-file "
         )),
         "{}",
+        r.stderr
+    );
+    assert!(
+        r.stderr.contains(&format!(
+            "--github-attestations cupy/cupy --checkout {}",
+            pr_checkout.display()
+        )),
+        "issue 32: vouch holds the checkout to the built commit: {}",
         r.stderr
     );
     assert_eq!(r.code, 30, "{}", r.stderr);
@@ -536,9 +562,22 @@ fn issue31_fetch_wheel_sh_refuses_a_checkout_of_another_commit() {
     let w = World::new();
     let (push_checkout, push_sha) = checkout(w.dir.path(), false);
     let (pr_checkout, pr_head) = checkout(w.dir.path(), true);
+    let (merge_checkout, merge_head) = checkout(&w.dir.path().join("merge"), true);
+    detach(&pr_checkout, &pr_head);
     let job = job(&w, &push_sha, None);
     let other = "2".repeat(40);
     let cases = [
+        (
+            "issue 32: FlexCI's refs/pull/7/merge, while the wheel is the head's",
+            vec![
+                ("FLEXCI_BRANCH", "refs/pull/7/merge".to_owned()),
+                ("FLEXCI_REFERENCE_COMMIT_ID", merge_head.clone()),
+                ("VOUCH_CHECKOUT", merge_checkout.display().to_string()),
+            ],
+            format!(
+                ", a merge of the head {merge_head} into its base, but the wheel is built from the head itself: check the head out first (check-checkout.sh does), or the tests would be another commit's than the wheel's"
+            ),
+        ),
         (
             "the job names another commit than the checkout",
             vec![
@@ -712,12 +751,6 @@ fn issue31_check_checkout_runs_the_command_only_on_the_vouched_commit() {
     };
     let other = "2".repeat(40);
     let pr = ("FLEXCI_BRANCH", "refs/pull/7/merge");
-    let (r, ran) = entry(&[
-        pr,
-        ("FLEXCI_REFERENCE_COMMIT_ID", &head),
-        ("VOUCH_DISPATCHED_COMMIT", &head),
-    ]);
-    assert!(r.code == 0 && ran, "{}", r.stderr);
     for (what, env, want) in [
         (
             "moved after the dispatch",
@@ -752,7 +785,38 @@ fn issue31_check_checkout_runs_the_command_only_on_the_vouched_commit() {
         assert_eq!(r.code, 1, "{what}: {}", r.stderr);
         assert!(!ran, "{what}: the command ran");
         assert!(r.stderr.contains(want), "{what}: {}", r.stderr);
+        let now = std::process::Command::new("git")
+            .arg("-C")
+            .arg(&checkout)
+            .args(["rev-parse", "HEAD"])
+            .output()
+            .unwrap();
+        assert_ne!(
+            String::from_utf8_lossy(&now.stdout).trim(),
+            head,
+            "{what}: a refused job leaves FlexCI's checkout as it was"
+        );
     }
+    // Issue 32: the wheel is built from the vouched head, so the merge FlexCI checked out is
+    // replaced by the head (its second parent) before the command runs.
+    let (r, ran) = entry(&[
+        pr,
+        ("FLEXCI_REFERENCE_COMMIT_ID", &head),
+        ("VOUCH_DISPATCHED_COMMIT", &head),
+    ]);
+    assert!(r.code == 0 && ran, "{}", r.stderr);
+    let now = std::process::Command::new("git")
+        .arg("-C")
+        .arg(&checkout)
+        .args(["rev-list", "--parents", "-n", "1", "HEAD"])
+        .output()
+        .unwrap();
+    let now = String::from_utf8_lossy(&now.stdout);
+    assert_eq!(
+        now.split_whitespace().next(),
+        Some(head.as_str()),
+        "the command ran on the head, not on refs/pull/7/merge ({now})"
+    );
 }
 
 /// The FlexCI scripts install the vouch the generated workflows pin (`[workflows.source] rev`

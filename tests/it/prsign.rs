@@ -1535,3 +1535,124 @@ fn issue_31_pr_chosen_names_cannot_become_workflow_commands() {
         r.stderr
     );
 }
+
+// ------------------------------------------------------------------ issue 32: which commit
+
+/// A git checkout whose HEAD is `sha` (which need not exist as an object: `rev-parse HEAD`
+/// reads the ref), as a farm job that checked out the vouched head has.
+fn checkout_at(dir: &Path, sha: &str) -> PathBuf {
+    let repo = dir.join(format!("checkout-{}", unique()));
+    std::fs::create_dir_all(&repo).unwrap();
+    git_in(&repo, &["init", "-q"]);
+    std::fs::write(repo.join(".git/HEAD"), format!("{sha}\n")).unwrap();
+    repo
+}
+
+/// A checkout as FlexCI makes one for a pull request: `refs/pull/<N>/merge`, the head merged
+/// into a base that moved on. Fixed dates, so its commits are the same every run.
+fn merge_checkout(dir: &Path) -> PathBuf {
+    let repo = dir.join(format!("checkout-merge-{}", unique()));
+    std::fs::create_dir_all(&repo).unwrap();
+    git_in(&repo, &["init", "-q"]);
+    git_in(&repo, &["commit", "-q", "--allow-empty", "-m", "base"]);
+    git_in(&repo, &["checkout", "-q", "-b", "head"]);
+    git_in(
+        &repo,
+        &["commit", "-q", "--allow-empty", "-m", "the pull request"],
+    );
+    git_in(&repo, &["checkout", "-q", "main"]);
+    git_in(
+        &repo,
+        &["commit", "-q", "--allow-empty", "-m", "main moved on"],
+    );
+    git_in(&repo, &["merge", "-q", "--no-ff", "-m", "merge", "head"]);
+    repo
+}
+
+fn git_in(repo: &Path, args: &[&str]) -> String {
+    let out = std::process::Command::new("git")
+        .arg("-C")
+        .arg(repo)
+        .args(["-c", "user.name=t", "-c", "user.email=t@example.invalid"])
+        .args([
+            "-c",
+            "init.defaultBranch=main",
+            "-c",
+            "commit.gpgsign=false",
+        ])
+        .args(args)
+        .env("GIT_AUTHOR_DATE", "1700000000 +0000")
+        .env("GIT_COMMITTER_DATE", "1700000000 +0000")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap().trim().to_owned()
+}
+
+/// Issue 32 (5): a pull request's build is its vouched head. The signer records head, base and
+/// built commit from the API and the request; the consumer installs only into a farm whose
+/// checkout is the built commit, and refuses `refs/pull/<N>/merge` (exit 34), writing nothing.
+#[test]
+fn issue_32_the_farm_tests_the_commit_the_wheel_was_built_from() {
+    let w = World::new();
+    let gh = w.github();
+    let signed = w.sign(&gh);
+    w.publish_signed(&signed);
+
+    let fetch = |checkout: &Path, json: &[&str]| {
+        let out = w.dir.path().join(format!("fetched-{}", unique()));
+        let r = run(w
+            .consumer(&gh, "fetch")
+            .args(["--event", "pull_request", "--pr", "7", "--sha", HEAD])
+            .args([
+                "--dist",
+                DIST,
+                "--python-version",
+                "3.11",
+                "--platform",
+                "linux-64",
+            ])
+            .arg("--checkout")
+            .arg(checkout)
+            .args(json)
+            .arg("--out")
+            .arg(&out));
+        (r, out)
+    };
+
+    // The head: installed; the statement says what was built, from what.
+    let (r, out) = fetch(&checkout_at(w.dir.path(), HEAD), &["--json"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(out.join(&w.wheel).exists());
+    let p = &r.json()["wheels"][0]["verified"]["statement"]["pr_build"];
+    assert_eq!(
+        p["source"],
+        json!({ "builtFrom": "head", "headSha": HEAD, "baseRef": "main", "baseSha": MAIN,
+                "builtSha": HEAD })
+    );
+
+    // FlexCI's merge checkout, another commit, and no checkout at all: refused, nothing written.
+    let merge = merge_checkout(w.dir.path());
+    let merge_sha = git_in(&merge, &["rev-parse", "HEAD"]);
+    let other = checkout_at(w.dir.path(), OTHER);
+    let not_git = w.dir.path().join("not-a-checkout");
+    std::fs::create_dir_all(&not_git).unwrap();
+    let mut cases = Vec::new();
+    for (what, dir) in [
+        ("refs/pull/7/merge", &merge),
+        ("another commit", &other),
+        ("not a git checkout", &not_git),
+    ] {
+        let (r, out) = fetch(dir, &[]);
+        assert!(!out.exists(), "{what}: nothing is written");
+        cases.push((what, r));
+    }
+    insta::assert_snapshot!(
+        snapshot_cases(cases, &[(&merge_sha, "[MERGE]"), (r"checkout-[0-9]+", "checkout-[N]")]),
+        @""
+    );
+}

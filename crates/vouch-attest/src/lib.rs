@@ -20,6 +20,6 @@ pub use signer::{
 pub use sigstore_types::Bundle;
 pub use statement::{Statement, Subject, pr_build_statement, signed_by, statement_for};
 pub use vouch_core::statement::{
-    BUILD_TYPE, BuildRun, PREDICATE_PR_BUILD_V1, PREDICATE_SLSA_V1, PrBuildPredicate,
-    RecordedRequest, ReportedByBuild, STATEMENT_TYPE, SignedBy, VouchClaims,
+    BUILD_TYPE, BUILT_FROM_HEAD, BuildRun, BuiltSource, PREDICATE_PR_BUILD_V1, PREDICATE_SLSA_V1,
+    PrBuildPredicate, RecordedRequest, ReportedByBuild, STATEMENT_TYPE, SignedBy, VouchClaims,
 };

@@ -185,7 +185,9 @@ mod tests {
     /// certificate's spellings for the signing run's context.
     #[test]
     fn pr_build_statement_and_its_signer() {
-        use vouch_core::statement::{BuildRun, RecordedRequest, ReportedByBuild};
+        use vouch_core::statement::{
+            BUILT_FROM_HEAD, BuildRun, BuiltSource, RecordedRequest, ReportedByBuild,
+        };
         let ctx = RunContext {
             server_url: "https://github.com".into(),
             repository: "cupy/cupy".into(),
@@ -232,6 +234,13 @@ mod tests {
                 recorded_by_run: 650,
             },
             reported_by_build: ReportedByBuild::default(),
+            source: BuiltSource {
+                built_from: BUILT_FROM_HEAD.into(),
+                head_sha: "1111111111111111111111111111111111111111".into(),
+                base_ref: "main".into(),
+                base_sha: "5555555555555555555555555555555555555555".into(),
+                built_sha: "1111111111111111111111111111111111111111".into(),
+            },
             signed_by: Some(signed),
         };
         let st = pr_build_statement(

@@ -73,6 +73,8 @@ pub struct PrBuildPredicate {
     pub build_run: BuildRun,
     pub request: RecordedRequest,
     pub reported_by_build: ReportedByBuild,
+    /// Which commit was built: the vouched head, with the base the request saw.
+    pub source: BuiltSource,
     /// The signing run as its own environment describes it. Keyless, the certificate says the
     /// same and a verifier holds them to agree; key-signed, it is the only identity there is.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -114,6 +116,30 @@ pub struct RecordedRequest {
     /// Recorded, never compared: the base branch moves on while a PR is tested.
     pub base_sha: String,
     pub recorded_by_run: u64,
+}
+
+/// The only rule a pull-request build is built by: the build workflow checks out
+/// `pull_request.head.sha`, the head the `/test` request named, not GitHub's merge commit
+/// (`GITHUB_SHA`, which no API reports for a run and which `refs/pull/N/merge` replaces
+/// whenever the base moves). Why: `docs/pr-build-predicate.md`, "Which commit is built".
+pub const BUILT_FROM_HEAD: &str = "head";
+
+/// Which commit a pull-request build built, and what it was built from. Every field comes
+/// from facts a trusted run read from the API (the run's head, the request's base); the farm
+/// holds its checkout to `builtSha`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BuiltSource {
+    /// How `builtSha` follows from the others: [`BUILT_FROM_HEAD`].
+    pub built_from: String,
+    /// The vouched head (`buildRun.headSha`, `request.headSha`).
+    pub head_sha: String,
+    /// The base branch and its commit when the request was recorded: what the head was
+    /// reviewed against, for a reader; not part of the build under [`BUILT_FROM_HEAD`].
+    pub base_ref: String,
+    pub base_sha: String,
+    /// The commit whose tree the wheel's sources are: the tests must run from it.
+    pub built_sha: String,
 }
 
 /// What the build's record (`<wheel>.build.json`) says. PR code wrote it: reported, not
@@ -198,6 +224,13 @@ mod tests {
                 cell: Some("c".into()),
                 ..Default::default()
             },
+            source: BuiltSource {
+                built_from: BUILT_FROM_HEAD.into(),
+                head_sha: "h".into(),
+                base_ref: "main".into(),
+                base_sha: "b".into(),
+                built_sha: "h".into(),
+            },
             signed_by: None,
         };
         let v = serde_json::to_value(&p).unwrap();
@@ -208,6 +241,11 @@ mod tests {
         assert_eq!(v["request"]["authorAssociation"], "MEMBER");
         assert_eq!(v["request"]["recordedByRun"], 5);
         assert_eq!(v["reportedByBuild"], json!({ "cell": "c" }));
+        assert_eq!(
+            v["source"],
+            json!({ "builtFrom": "head", "headSha": "h", "baseRef": "main", "baseSha": "b",
+                    "builtSha": "h" })
+        );
         assert!(v.get("signedBy").is_none());
         assert_eq!(serde_json::from_value::<PrBuildPredicate>(v).unwrap(), p);
     }

@@ -17,6 +17,7 @@
 //! [`plan_dependencies`] and [`pip_install_dependencies`] install what they require, apart.
 
 mod by_digest;
+mod checkout;
 mod commit;
 mod download;
 mod extract;
@@ -36,6 +37,7 @@ use serde::Serialize;
 use vouch_core::Sha256Digest;
 use vouch_verify::{Trust, TrustSpec, Verified, VerifyError};
 
+pub use checkout::Checkout;
 pub use by_digest::{STORE_PAGE_BUDGET, StoreReport, ignored_summary, judge};
 pub use download::{Downloaded, download_zip};
 pub use extract::{ExtractLimits, extract_safely};
@@ -76,6 +78,9 @@ pub struct Expectation {
     /// How long to wait for the producing run to complete: a push build dispatches its tests
     /// from inside its own run, so they may start before it ends. Zero: do not wait.
     pub wait_for_run: Duration,
+    /// The checkout the tests will run from (a test farm's): every wheel must have been
+    /// built from its commit, or nothing is written. `None`: no tests follow here.
+    pub checkout: Option<Checkout>,
 }
 
 impl Expectation {
@@ -140,6 +145,16 @@ pub enum FetchError {
         "this artifact source has no attestation store to look evidence up in (use the github source)"
     )]
     NoAttestationStore,
+    #[error(
+        "the checkout {dir:?} is at {checkout}, but {wheel} was built from {}: the tests would be another commit's than the wheel's. Check out the built commit (for a pull request, the vouched head itself, not refs/pull/<N>/merge) and run again",
+        .built.as_deref().unwrap_or("a commit its evidence does not name")
+    )]
+    WrongCheckout {
+        dir: PathBuf,
+        checkout: String,
+        wheel: String,
+        built: Option<String>,
+    },
     #[error("local artifact store {path:?}: {reason}")]
     Store { path: PathBuf, reason: String },
     #[error("file I/O on {path:?}")]
@@ -364,6 +379,11 @@ impl Fetch<'_> {
         if self.by_run {
             locate::signed_as_expected(&verified, exp)
                 .map_err(|reason| reject(id, Some(run_id), RejectKind::Verify, reason))?;
+        }
+        // Fatal, not a rejection: every candidate passed the same policy, so each was built
+        // from the same commit, and the checkout will not move.
+        if let Some(checkout) = &exp.checkout {
+            checkout::check(&verified, checkout)?;
         }
         Ok((run_id, commit::commit(self.out, verified)?, reports))
     }

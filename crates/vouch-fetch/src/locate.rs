@@ -161,6 +161,7 @@ mod tests {
             artifact_name: "a".into(),
             cell: None,
             wait_for_run: std::time::Duration::ZERO,
+            checkout: None,
         };
         let listed = |expired: bool, run: Option<u64>, head: Option<&str>| Artifact {
             id: 9,

@@ -180,6 +180,7 @@ mod tests {
             artifact_name: "a".into(),
             cell: None,
             wait_for_run: std::time::Duration::ZERO,
+            checkout: None,
         }
     }
 

@@ -132,6 +132,7 @@ fn expectation() -> Expectation {
         artifact_name: "a".into(),
         cell: None,
         wait_for_run: std::time::Duration::ZERO,
+        checkout: None,
     }
 }
 

@@ -4,8 +4,8 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 use vouch_attest::{
-    BuildRun, PrBuildPredicate, RecordedRequest, ReportedByBuild, SignedBy, Signer, Statement,
-    Subject, pr_build_statement,
+    BUILT_FROM_HEAD, BuildRun, BuiltSource, PrBuildPredicate, RecordedRequest, ReportedByBuild,
+    SignedBy, Signer, Statement, Subject, pr_build_statement,
 };
 use vouch_core::Sha256Digest;
 use vouch_github::GithubClient;
@@ -143,7 +143,23 @@ fn predicate(
             recorded_by_run: req.recorded_by_run,
         },
         reported_by_build: reported,
+        source: built_source(pinned),
         signed_by,
+    }
+}
+
+/// Which commit the build built. The build workflow checks out `pull_request.head.sha`, which
+/// is the run's `head_sha` (an API fact) and, by `pin`, the head the request named; the PR
+/// cannot have changed that checkout, since `pin` refuses a PR that changes the build
+/// workflow. So the built commit is derived here, never read from what the build wrote.
+fn built_source(pinned: &Pinned) -> BuiltSource {
+    let req = &pinned.request.request;
+    BuiltSource {
+        built_from: BUILT_FROM_HEAD.to_owned(),
+        head_sha: pinned.run.head_sha.clone(),
+        base_ref: req.base_ref.clone(),
+        base_sha: req.base_sha.clone(),
+        built_sha: pinned.run.head_sha.clone(),
     }
 }
 

@@ -6,7 +6,7 @@
 //! policy as facts, except the cell, which is compared and labelled as reported.
 
 use serde_json::Value;
-use vouch_core::statement::PrBuildPredicate;
+use vouch_core::statement::{BUILT_FROM_HEAD, PrBuildPredicate};
 
 use crate::{ErrorKind, Policy, SignerIdentity, VerifyError};
 
@@ -65,6 +65,38 @@ fn check_consistent(p: &PrBuildPredicate) -> Result<(), VerifyError> {
             &run.head_sha,
             &p.request.head_sha,
         ));
+    }
+    check_source(p)
+}
+
+/// `source` says which commit was built. The one rule a build follows is [`BUILT_FROM_HEAD`]:
+/// the built commit is the vouched head, so a statement naming any other commit (or another
+/// rule, which this verifier cannot check) describes a build the chain does not cover.
+fn check_source(p: &PrBuildPredicate) -> Result<(), VerifyError> {
+    let s = &p.source;
+    let pairs = [
+        ("statement source.builtFrom", BUILT_FROM_HEAD, &s.built_from),
+        (
+            "statement source.headSha (the vouched head)",
+            &p.build_run.head_sha,
+            &s.head_sha,
+        ),
+        (
+            "statement source.builtSha (built from the head)",
+            &p.build_run.head_sha,
+            &s.built_sha,
+        ),
+        (
+            "statement source.baseSha (the base the request recorded)",
+            &p.request.base_sha,
+            &s.base_sha,
+        ),
+        ("statement source.baseRef", &p.request.base_ref, &s.base_ref),
+    ];
+    for (claim, expected, found) in pairs {
+        if expected != found {
+            return Err(statement_mismatch(claim, expected, found));
+        }
     }
     Ok(())
 }
@@ -225,7 +257,9 @@ pub(crate) fn claimed_signer(predicate: &Value) -> Option<SignerIdentity> {
 #[cfg(test)]
 mod tests {
     use serde_json::json;
-    use vouch_core::statement::{BuildRun, RecordedRequest, ReportedByBuild, SignedBy};
+    use vouch_core::statement::{
+        BuildRun, BuiltSource, RecordedRequest, ReportedByBuild, SignedBy,
+    };
 
     use super::*;
     use crate::GITHUB_ISSUER;
@@ -263,6 +297,13 @@ mod tests {
             reported_by_build: ReportedByBuild {
                 cell: Some("c1".into()),
                 ..Default::default()
+            },
+            source: BuiltSource {
+                built_from: BUILT_FROM_HEAD.into(),
+                head_sha: HEAD.into(),
+                base_ref: "main".into(),
+                base_sha: MAIN.into(),
+                built_sha: HEAD.into(),
             },
             signed_by: Some(SignedBy {
                 repository: REPO.into(),
@@ -334,6 +375,42 @@ mod tests {
                 |v, _, _| v["request"]["headSha"] = json!("2".repeat(40)),
                 ErrorKind::Statement,
                 "statement request.headSha",
+            ),
+            (
+                "issue 32: a statement without the built commit",
+                |v, _, _| drop(v.as_object_mut().unwrap().remove("source")),
+                ErrorKind::Statement,
+                "not vouch's pr-build/v1 predicate",
+            ),
+            (
+                "issue 32: built by a rule this verifier does not know",
+                |v, _, _| v["source"]["builtFrom"] = json!("merge"),
+                ErrorKind::Statement,
+                "statement source.builtFrom: expected \"head\", found \"merge\"",
+            ),
+            (
+                "issue 32: another head",
+                |v, _, _| v["source"]["headSha"] = json!("2".repeat(40)),
+                ErrorKind::Statement,
+                "statement source.headSha (the vouched head): expected \"1111",
+            ),
+            (
+                "issue 32: built another commit than the head",
+                |v, _, _| v["source"]["builtSha"] = json!("2".repeat(40)),
+                ErrorKind::Statement,
+                "statement source.builtSha (built from the head): expected \"1111",
+            ),
+            (
+                "issue 32: another base than the request's",
+                |v, _, _| v["source"]["baseSha"] = json!("2".repeat(40)),
+                ErrorKind::Statement,
+                "statement source.baseSha (the base the request recorded): expected \"5555",
+            ),
+            (
+                "issue 32: another base branch than the request's",
+                |v, _, _| v["source"]["baseRef"] = json!("v14"),
+                ErrorKind::Statement,
+                "statement source.baseRef: expected \"main\", found \"v14\"",
             ),
             (
                 "signedBy lies about the run",

@@ -38,6 +38,19 @@ pub struct Verified {
     pub notes: Vec<String>,
 }
 
+impl Verified {
+    /// The commit the file was built from: a pr-build statement's `source.builtSha`; else the
+    /// commit the signing run was at (the certificate's source digest, or a key-signed
+    /// statement's resolved dependency), which for a build signed in its own run is the commit
+    /// it checked out.
+    pub fn built_commit(&self) -> Option<&str> {
+        match &self.statement.pr_build {
+            Some(p) => Some(&p.source.built_sha),
+            None => self.signer.sha.as_deref(),
+        }
+    }
+}
+
 /// Why a bundle has no signing certificate, in words that lead to the right next step.
 fn no_certificate(bundle: &Bundle) -> VerifyError {
     match &bundle.verification_material.content {

@@ -1536,3 +1536,29 @@ fn issue31_pr_builds_get_a_cache_only_with_the_public_key() {
     // The push builds keep theirs: they sign with the seal key.
     assert!(format!("{:?}", steps_of(&build, "build-push")).contains("ACTIONS_RUNTIME_TOKEN"));
 }
+
+/// Issue 32 (5): a pull request's build is its vouched head. `vouch pr-run sign` records the
+/// run's `head_sha` as the built commit (`source.builtSha`) without reading anything the build
+/// wrote, which is true only while every job that checks out the source for the build (plan,
+/// sdist, the PR build) checks out `pull_request.head.sha`, not GitHub's merge commit (the
+/// default checkout of a `pull_request` run). The farm then holds its checkout to that commit.
+#[test]
+fn issue32_a_pull_requests_build_checks_out_the_vouched_head() {
+    let build = file("vouch-build.yml");
+    for job in ["plan", "sdist", vouch_workflows::PR_BUILD_JOB] {
+        let refs: Vec<String> = steps_of(&build, job)
+            .iter()
+            .filter(|s| {
+                s["uses"]
+                    .as_str()
+                    .is_some_and(|u| u.starts_with("actions/checkout@"))
+            })
+            .map(|s| s["with"]["ref"].as_str().unwrap_or("(none)").to_owned())
+            .collect();
+        assert_eq!(
+            refs,
+            ["${{ github.event.pull_request.head.sha || github.sha }}"],
+            "{job}: checks out what the signer records as built"
+        );
+    }
+}

@@ -70,8 +70,8 @@ $jobDir = Join-Path ([System.IO.Path]::GetTempPath()) ("vouch-job-" + [System.Gu
 New-Item -ItemType Directory -Path $jobDir | Out-Null
 
 try {
-    # The commit under test: what the job names, and what the checkout is (for a pull request
-    # FlexCI checks out refs/pull/<N>/merge, whose second parent is the head). Keep in step
+    # The commit under test: what the job names, and what the checkout is (the vouched head
+    # for a pull request, not FlexCI's refs/pull/<N>/merge). Keep in step
     # with fetch-wheel.sh and check-checkout.sh.
     $jobCommit = if ($Env:FLEXCI_REFERENCE_COMMIT_ID) { $Env:FLEXCI_REFERENCE_COMMIT_ID } else { "$Env:FLEXCI_COMMIT_ID" }
     if ($jobCommit -cnotmatch '^[0-9a-f]{40}$') {
@@ -88,11 +88,12 @@ try {
         throw "$checkout is not a git checkout, so it cannot be checked against $jobCommit; keep its .git (config.pbtxt: checkout_strategy { include_dot_git: true })"
     }
     $parents = "$parents".Trim().Split(" ")
-    # A pull request's job checks out GitHub's refs/pull/<N>/merge: the head is its second
-    # parent. A push job's commit is HEAD itself, merge commit or not.
+    # The checkout itself, never a parent of it: a pull request's wheel is built from the
+    # vouched head, so tests from refs/pull/<N>/merge (the head merged with wherever the base
+    # is now) would be another commit's. The head must be checked out first.
     $checkoutCommit = $parents[0]
-    if ("$Env:FLEXCI_BRANCH" -match '^refs/pull/' -and $checkoutCommit -cne $jobCommit -and $parents.Count -eq 3) {
-        $checkoutCommit = $parents[2]
+    if ("$Env:FLEXCI_BRANCH" -match '^refs/pull/' -and $checkoutCommit -cne $jobCommit -and $parents.Count -eq 3 -and $parents[2] -ceq $jobCommit) {
+        throw "the checkout $checkout is $checkoutCommit, a merge of the head $jobCommit into its base, but the wheel is built from the head itself: check the head out first, or the tests would be another commit's than the wheel's"
     }
     if ($checkoutCommit -cne $jobCommit) {
         throw "the checkout $checkout is at $checkoutCommit, not at the commit the job names, ${jobCommit}: the tests would not be the vouched code's"
@@ -177,7 +178,7 @@ try {
     $cmd = @("install", "--from-flexci", "--repo", $Repo) + $buildEvent + @("--sha", $jobCommit,
         "--dist", "cupy-cuda${cudaMajor}x", "--python-version", $pyVer, "--platform", "win-64",
         "--python", $python, "--extras", $Extras, "--token-file", $tokenFile.FullName,
-        "--github-attestations", $Repo
+        "--github-attestations", $Repo, "--checkout", $checkout
     ) + $VouchArgs
     if ($PipArgs.Count -gt 0) { $cmd += @("--") + $PipArgs }
     Write-Host "+ $vouchExe $($cmd -join ' ')"

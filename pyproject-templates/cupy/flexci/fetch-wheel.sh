@@ -111,10 +111,12 @@ parents="$(git -C "${checkout}" rev-list --parents -n 1 HEAD 2>/dev/null)" ||
     die "${checkout} is not a git checkout, so it cannot be checked against ${job_commit}; keep its .git (config.pbtxt: checkout_strategy { include_dot_git: true })"
 read -r -a parents <<<"${parents}"
 checkout_commit="${parents[0]}"
-# A pull request's job checks out GitHub's refs/pull/<N>/merge: the head is its second parent.
-# A push job's commit is HEAD itself, merge commit or not.
-if [[ -n "${pr}" && "${checkout_commit}" != "${job_commit}" ]] && ((${#parents[@]} == 3)); then
-    checkout_commit="${parents[2]}"
+# The checkout itself, never a parent of it: a pull request's wheel is built from the vouched
+# head, so tests from refs/pull/<N>/merge (the head merged with wherever the base is now) would
+# be another commit's. check-checkout.sh, FlexCI's entry point, checks the head out first.
+if [[ -n "${pr}" && "${checkout_commit}" != "${job_commit}" ]] && ((${#parents[@]} == 3)) &&
+    [[ "${parents[2]}" == "${job_commit}" ]]; then
+    die "the checkout ${checkout} is ${checkout_commit}, a merge of the head ${job_commit} into its base, but the wheel is built from the head itself: check the head out first (check-checkout.sh does), or the tests would be another commit's than the wheel's"
 fi
 [[ "${checkout_commit}" == "${job_commit}" ]] ||
     die "the checkout ${checkout} is at ${checkout_commit}, not at the commit the job names, ${job_commit}: the tests would not be the vouched code's"
@@ -186,6 +188,6 @@ install_vouch
 cmd=("${vouch_bin}" install --from-flexci --repo "${REPO}" "${event[@]}" --sha "${job_commit}"
     --dist "cupy-cuda${cuda_major}x" --python-version "${py_ver}" --platform "${platform}"
     --python "${PYTHON}" --extras "${EXTRAS}" --token-file "${token_file}"
-    --github-attestations "${REPO}" "$@")
+    --github-attestations "${REPO}" --checkout "${checkout}" "$@")
 echo "+ ${cmd[*]}" >&2
 "${cmd[@]}"
