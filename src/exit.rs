@@ -28,6 +28,7 @@ pub enum Status {
     Download = 31,
     UnsafeArchive = 32,
     InstallFailed = 33,
+    WrongCheckout = 34,
     Signing = 40,
     Internal = 70,
 }
@@ -104,6 +105,10 @@ pub const TABLE: &[(Status, &str)] = &[
     (
         Status::InstallFailed,
         "`install`: pip failed on the verified wheels",
+    ),
+    (
+        Status::WrongCheckout,
+        "`fetch`/`install --checkout`: the checkout the tests run from is not the commit the wheel was built from",
     ),
     (
         Status::Signing,
@@ -196,6 +201,7 @@ pub fn failure_status(e: &vouch_fetch::FetchError) -> Status {
         FetchError::Trust(e) => verify_status(e.kind),
         FetchError::NoAttestationStore => Status::Usage,
         FetchError::Io { .. } => Status::Io,
+        FetchError::WrongCheckout { .. } => Status::WrongCheckout,
     }
 }
 
