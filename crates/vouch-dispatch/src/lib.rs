@@ -8,6 +8,8 @@
 //!   A pull request's dispatch also names the commit the signer vouched for ([`vouched`]), so
 //!   the farm can refuse a checkout of any other head.
 //! - [`repository`]: a GitHub `repository_dispatch`, for a farm that is a GitHub repository.
+//! - [`statuses`]: the commit statuses CuPy's dispatcher sets beside a dispatch or a
+//!   `/test skip`.
 //!
 //! Both POST once and never retry: the far side may have started jobs before its answer was
 //! lost. The secret and the token only ever go into the request (a signature, a header), never
@@ -18,6 +20,7 @@ pub mod flexci;
 pub mod projects;
 pub mod pyjson;
 pub mod repository;
+pub mod statuses;
 pub mod targets;
 pub mod vouched;
 
@@ -99,6 +102,8 @@ pub enum DispatchError {
     EventType(String),
     #[error("the client payload: {0}")]
     Payload(String),
+    #[error("setting the commit statuses")]
+    Github(#[from] vouch_github::GithubError),
 }
 
 /// Reads a JSON file Python's way (see [`pyjson`]): an event to re-serialise.

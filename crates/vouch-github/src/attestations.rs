@@ -114,7 +114,11 @@ impl GithubClient {
     /// A request to the API host with the token, retried as GETs are on 5xx and rate limits.
     /// Recording an attestation twice is harmless (two records of one bundle); failing to
     /// record it on a transient error is not.
-    async fn api_post(&self, url: &str, body: &Value) -> Result<reqwest::Response, GithubError> {
+    pub(crate) async fn api_post(
+        &self,
+        url: &str,
+        body: &Value,
+    ) -> Result<reqwest::Response, GithubError> {
         Ok(self
             .http
             .get_with(url, |c| {
@@ -364,7 +368,7 @@ fn digest_map(v: &Value) -> Option<Vec<(&String, &Value)>> {
 }
 
 /// GitHub's `message` and, for a 422, each validation error's, for the user to read.
-fn error_detail(body: &Value) -> String {
+pub(crate) fn error_detail(body: &Value) -> String {
     let mut s = body["message"]
         .as_str()
         .map(|m| format!(": {m}"))

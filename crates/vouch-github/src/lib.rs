@@ -1,6 +1,7 @@
 //! A small async GitHub REST client for what vouch needs: resolve a workflow file to its id,
 //! list artifacts by exact name or by run, get a run, a repository and pull requests, download
-//! an artifact by id; record and look up attestations (module `attestations`).
+//! an artifact by id; record and look up attestations (module `attestations`); read and set
+//! commit statuses and comment on a pull request (module `statuses`).
 //!
 //! The token never leaves this crate except as the `Authorization` header of requests to the
 //! API host: redirects are followed by hand, without credentials, and URLs are logged without
@@ -8,6 +9,7 @@
 
 mod attestations;
 mod models;
+mod statuses;
 
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -25,6 +27,7 @@ pub use models::{
     Artifact, CollaboratorPermission, Owner, PullEnd, PullFile, PullRequest, PullRequestRef,
     Repository, Run, RunRef, TimedRun, Workflow,
 };
+pub use statuses::{CommitStatus, NewStatus};
 pub use vouch_http::{Download, ProgressFn, redact};
 
 /// The REST API version vouch sends by default. It still returns attestations' inline

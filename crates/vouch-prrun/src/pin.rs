@@ -11,6 +11,7 @@ use vouch_github::{Artifact, GithubClient, PullFile, PullRequest, Run, TimedRun,
 use crate::refusal::{Candidate, Refusal};
 use crate::request::{
     MIN_NAMED_DIGITS, NamedCommit, RequestFiles, TestRequest, named_commit, request_artifact_name,
+    skip_target,
 };
 use crate::{PrRunError, UNSIGNED_PREFIX, log_safe};
 
@@ -355,7 +356,16 @@ pub(crate) fn check_event(req: &TestRequest, event_json: &[u8]) -> Result<(), Re
             problem,
         })
     };
-    match named_commit(ev["comment"]["body"].as_str().unwrap_or("")) {
+    let body = ev["comment"]["body"].as_str().unwrap_or("");
+    // Issue 32: a skip is recorded (so that it supersedes an earlier /test of the head) but
+    // authorises no build, whatever label later starts one.
+    if let Some(target) = skip_target(body) {
+        return Err(Refusal::BuildsNothing {
+            pr,
+            target: target.to_owned(),
+        });
+    }
+    match named_commit(body) {
         NamedCommit::Sha(sha) if req.head_sha.starts_with(&sha) => Ok(()),
         NamedCommit::Sha(named) => Err(Refusal::NamedOtherCommit {
             pr,
@@ -1178,6 +1188,16 @@ mod tests {
             check_event(&request(), &event(&format!("/test @{HEAD}"))),
             Ok(())
         );
+        for target in ["skip", "force-skip"] {
+            assert_eq!(
+                check_event(&request(), &event(&format!("/test {target} @{HEAD}"))),
+                Err(Refusal::BuildsNothing {
+                    pr: 7,
+                    target: target.into()
+                }),
+                "issue 32: a {target} request authorises no build"
+            );
+        }
         let named_other = check_event(&request(), &event(&format!("/test mini @{}", &MOVED[..16])));
         assert_eq!(
             named_other,

@@ -116,6 +116,10 @@ pub enum Refusal {
         problem: String,
     },
     #[error(
+        "the newest request for #{pr} is `/test {target} @…`, which builds nothing (it supersedes any earlier /test of this head): no build of it is signed"
+    )]
+    BuildsNothing { pr: u64, target: String },
+    #[error(
         "the /test comment on #{pr} named @{named}, but the request recorded head {head}: a head pushed after the comment is never vouched for"
     )]
     NamedOtherCommit {

@@ -117,6 +117,27 @@ pub fn named_commit(body: &str) -> NamedCommit {
     }
 }
 
+/// The targets of a `/test` line that build nothing: CuPy's `skip` and `force-skip`, alone
+/// (the trigger's `SKIP_TARGETS`).
+pub const SKIP_TARGETS: &[&str] = &["skip", "force-skip"];
+
+/// The target of `body`'s `/test` line (read as [`named_commit`] reads it) when it is one of
+/// [`SKIP_TARGETS`] alone, before the named commit: such a request builds nothing.
+pub fn skip_target(body: &str) -> Option<&'static str> {
+    let body = body.replace('\r', "");
+    let line = body.split('\n').find(|l| {
+        l.strip_prefix("/test")
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with([' ', '\t']))
+    })?;
+    let words: Vec<&str> = line.split([' ', '\t']).filter(|w| !w.is_empty()).collect();
+    match words.as_slice() {
+        [_, target, named] if named.starts_with('@') => {
+            SKIP_TARGETS.iter().copied().find(|t| t == target)
+        }
+        _ => None,
+    }
+}
+
 pub(crate) fn is_commit_sha(s: &str) -> bool {
     s.len() == 40
         && s.bytes()
@@ -136,6 +157,27 @@ mod tests {
             "base_sha": "5".repeat(40), "comment_id": 99, "author": "m",
             "author_association": "MEMBER", "recorded_by_run": 650,
         })
+    }
+
+    /// Issue 32: `/test skip` and `/test force-skip` alone are requests that build nothing;
+    /// with another target, or on a later line, they are not.
+    #[test]
+    fn issue_32_skip_targets() {
+        let sha = "@0123456789abcdef";
+        let cases = [
+            (format!("/test skip {sha}"), Some("skip")),
+            (format!("/test force-skip {sha}"), Some("force-skip")),
+            (format!("LGTM\r\n/test\tskip  {sha}"), Some("skip")),
+            (format!("/test skip,mini {sha}"), None),
+            (format!("/test skip mini {sha}"), None),
+            (format!("/test mini {sha}\n/test skip {sha}"), None),
+            (format!("/test skipped {sha}"), None),
+            ("/test skip".to_owned(), None),
+            (format!("/testing skip {sha}"), None),
+        ];
+        for (body, want) in cases {
+            assert_eq!(skip_target(&body), want, "{body:?}");
+        }
     }
 
     #[test]
