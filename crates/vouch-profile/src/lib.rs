@@ -201,6 +201,23 @@ pub struct WorkflowsSpec {
     /// The build jobs' compiler cache: store, tool per platform and their pinned releases.
     #[serde(default)]
     pub cache: CacheSpec,
+    /// Which git submodules the checkout the sdist is packed from fetches [default: none].
+    #[serde(default)]
+    pub submodules: Submodules,
+}
+
+/// `[workflows] submodules`: actions/checkout's `submodules` for the checkouts that pack the
+/// source. A project whose `.gitmodules` declares a submodule needs `recursive` (or
+/// `top-level`); the sdist job fails when a declared submodule's directory is empty.
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum Submodules {
+    #[default]
+    None,
+    /// The submodules `.gitmodules` declares, not theirs (`submodules: true`).
+    TopLevel,
+    /// Every submodule, nested ones too (`submodules: recursive`).
+    Recursive,
 }
 
 #[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]

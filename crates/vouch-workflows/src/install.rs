@@ -8,10 +8,19 @@
 //! - `pypi`: a released wheel, installed with `--require-hashes`. pip picks the runner's wheel,
 //!   so there must be a hash for the wheel of *every* platform a job runs on, or that job
 //!   fails at its first step; [`Install::check_covers`] refuses such a profile.
+//!
+//! With `source`, a run compiles vouch once per kind of machine its jobs run on ([`Builders`]:
+//! one job per platform of the matrix, the Linux one also serving the `ubuntu-24.04` jobs) and
+//! hands the binary to its other jobs as an artifact of that same run. A consuming job checks
+//! the binary against the sha256 the building job reported as a job output, never against
+//! anything in the artifact: every job of the run can upload an artifact of that name, and in
+//! a pull request's run one of them runs the pull request's code. So a run's trusted jobs
+//! (a push's `attest`) take vouch only from their own run, and `vouch-sign.yml` (workflow_run)
+//! builds its own instead of taking the pull request run's.
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use vouch_profile::{InstallMode, WorkflowsSpec};
+use vouch_profile::{InstallMode, Platform, WorkflowsSpec};
 
 use crate::Error;
 use crate::render::fill;
@@ -60,6 +69,115 @@ pub const DEFAULT_PACKAGE: &str = "vouch-build";
 /// The platform of the jobs that run on `ubuntu-24.04` whatever the matrix (plan, attest,
 /// sign, dispatch): a PyPI pin must always cover it.
 pub const TOOL_JOB_PLATFORM: &str = "linux-64";
+
+/// The runner label jobs outside the matrix run on (plan, sdist, attest, dispatch, sign).
+pub const TOOL_JOB_RUNNER: &str = "ubuntu-24.04";
+
+/// A kind of machine the build jobs of one platform run on: the profile's runner label and,
+/// on Linux, its cell image.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Machine {
+    pub platform: Platform,
+    pub runner: String,
+    pub container: Option<String>,
+}
+
+/// One job that compiles vouch for the rest of its run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Builder {
+    /// Its job id, which consumers name in `needs:`.
+    pub id: String,
+    /// The artifact it uploads the binary in.
+    pub artifact: String,
+    pub machine: Machine,
+    /// Whether the matrix's build jobs take theirs from it (not so a builder for the tool
+    /// jobs alone).
+    pub matrix: bool,
+}
+
+/// The jobs that compile vouch for one run: one per platform of the matrix, and the one the
+/// `ubuntu-24.04` jobs take theirs from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Builders {
+    pub jobs: Vec<Builder>,
+    /// Index into `jobs` of the one that serves the jobs outside the matrix.
+    tools: usize,
+}
+
+/// The job id prefix of the builders; `vouch-<platform>`, or `vouch-tools`.
+const BUILDER_PREFIX: &str = "vouch-";
+/// The artifact prefix of the binaries: `vouch-bin-<platform>`, or `vouch-bin-tools`.
+const BINARY_ARTIFACT_PREFIX: &str = "vouch-bin-";
+/// Where a consumer downloads the artifact (its workspace is still empty: the fetch steps
+/// come before any checkout, which would wipe them) before moving it under `RUNNER_TEMP`.
+const DOWNLOAD_DIR: &str = "vouch-download";
+
+impl Builders {
+    /// The builders for build jobs on `machines`. A Linux x86_64 cell image (manylinux: an
+    /// older glibc than any runner's) or the tool jobs' own runner makes a binary that also runs
+    /// on [`TOOL_JOB_RUNNER`]; otherwise the tool jobs get a builder of their own.
+    pub fn for_matrix(machines: &[Machine]) -> Builders {
+        let mut jobs: Vec<Builder> = machines
+            .iter()
+            .map(|m| Builder {
+                id: format!("{BUILDER_PREFIX}{}", m.platform),
+                artifact: format!("{BINARY_ARTIFACT_PREFIX}{}", m.platform),
+                machine: m.clone(),
+                matrix: true,
+            })
+            .collect();
+        let tools = jobs.iter().position(|b| {
+            b.machine.platform.as_str() == TOOL_JOB_PLATFORM
+                && (b.machine.container.is_some() || b.machine.runner == TOOL_JOB_RUNNER)
+        });
+        let tools = tools.unwrap_or_else(|| {
+            jobs.push(Builder {
+                id: format!("{BUILDER_PREFIX}tools"),
+                artifact: format!("{BINARY_ARTIFACT_PREFIX}tools"),
+                machine: Machine::tools(),
+                matrix: false,
+            });
+            jobs.len() - 1
+        });
+        Builders { jobs, tools }
+    }
+
+    /// One builder on [`TOOL_JOB_RUNNER`], for a run without a matrix (`vouch-sign.yml`).
+    pub fn tools_only(id: &str) -> Builders {
+        Builders {
+            jobs: vec![Builder {
+                id: id.to_owned(),
+                artifact: format!("{BINARY_ARTIFACT_PREFIX}tools"),
+                machine: Machine::tools(),
+                matrix: false,
+            }],
+            tools: 0,
+        }
+    }
+
+    pub fn tools(&self) -> &Builder {
+        &self.jobs[self.tools]
+    }
+}
+
+impl Machine {
+    fn tools() -> Machine {
+        Machine {
+            platform: TOOL_JOB_PLATFORM.parse().expect("a platform"),
+            runner: TOOL_JOB_RUNNER.to_owned(),
+            container: None,
+        }
+    }
+}
+
+/// Which vouch a consuming job takes.
+#[derive(Clone, Copy)]
+pub(crate) enum Consumer {
+    /// A job on [`TOOL_JOB_RUNNER`].
+    Tools,
+    /// A build job of the matrix: its cell's platform's builder.
+    Matrix,
+}
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Install {
@@ -156,11 +274,11 @@ impl Install {
                 }
                 let mut sha256 = BTreeMap::new();
                 for (platform, h) in &p.sha256 {
-                    if platform.parse::<vouch_core::Platform>().is_err() {
+                    if platform.parse::<Platform>().is_err() {
                         return Err(bad(
                             "workflows.pypi.sha256",
                             platform,
-                            &format!("is not a platform ({})", vouch_core::Platform::names()),
+                            &format!("is not a platform ({})", Platform::names()),
                         ));
                     }
                     if !is_hex(h, 64) {
@@ -223,21 +341,44 @@ impl Install {
         }
     }
 
-    /// The step(s) that put `vouch` on `PATH`. `python` is the interpreter the `pypi` route
-    /// makes its venv with.
-    pub(crate) fn steps(&self, python: &str) -> String {
-        self.steps_with(python, "", "")
+    /// The job ids a consumer must wait for: the builders it takes vouch from (none with
+    /// `pypi`, whose every job installs its own wheel).
+    pub(crate) fn needs(&self, builders: &Builders, consumer: Consumer) -> Vec<String> {
+        match (self, consumer) {
+            (Install::Pypi { .. }, _) => Vec::new(),
+            (Install::Source { .. }, Consumer::Tools) => vec![builders.tools().id.clone()],
+            (Install::Source { .. }, Consumer::Matrix) => builders
+                .jobs
+                .iter()
+                .filter(|b| b.matrix)
+                .map(|b| b.id.clone())
+                .collect(),
+        }
     }
 
-    /// [`Install::steps`] for a build job, whose cell may run in a manylinux image
-    /// (`matrix.container`). A vouch built on the runner needs the runner's newer glibc, so
-    /// one built in an image is cached under a key of its own; the image has no Rust, so the
-    /// `source` route first installs it there.
-    pub(crate) fn steps_in_matrix(&self, python: &str) -> String {
-        self.steps_with(
-            python,
-            "${{ matrix.container != '' && '-manylinux' || '' }}",
-            &fill(
+    /// The jobs that compile vouch for the run (`source`), each run `if: <when>` after
+    /// `needs` (may be empty); nothing with `pypi`.
+    pub(crate) fn builder_jobs(&self, builders: &Builders, needs: &str, when: &str) -> String {
+        if !matches!(self, Install::Source { .. }) {
+            return String::new();
+        }
+        builders
+            .jobs
+            .iter()
+            .map(|b| self.builder_job(b, needs, when))
+            .collect()
+    }
+
+    fn builder_job(&self, b: &Builder, needs: &str, when: &str) -> String {
+        let in_image = b.machine.container.is_some();
+        let container = match &b.machine.container {
+            Some(image) => format!(
+                "    # The cells' image: a vouch built on the runner would need its newer glibc.\n    container: {image}\n"
+            ),
+            None => String::new(),
+        };
+        let rust = if in_image {
+            fill(
                 RUST_IN_IMAGE,
                 &[
                     ("RUSTUP", RUSTUP_VERSION),
@@ -245,8 +386,156 @@ impl Install {
                     ("SHA_X86_64", RUSTUP_SHA256[0].1),
                     ("SHA_AARCH64", RUSTUP_SHA256[1].1),
                 ],
-            ),
+            )
+            .replace("        if: matrix.container != ''\n", "")
+        } else {
+            String::new()
+        };
+        let needs = if needs.is_empty() {
+            String::new()
+        } else {
+            format!("    needs: {needs}\n")
+        };
+        fill(
+            r#"  @@ID@@:
+    name: build vouch (@@WHAT@@)
+@@NEEDS@@    if: @@WHEN@@
+    runs-on: @@RUNNER@@
+@@CONTAINER@@    # Compiled once for the whole run; its other jobs take this binary, checked by sha256.
+    timeout-minutes: 45
+    permissions: {}
+    outputs:
+      sha256: ${{ steps.binary.outputs.sha256 }}
+    steps:
+@@STEPS@@      - name: The binary and its sha256, for this run's other jobs
+        id: binary
+        run: |
+          exe="$HOME/.cargo/bin/vouch"
+          if [ -f "$exe.exe" ]; then exe="$exe.exe"; fi
+          mkdir -p vouch-out
+          cp "$exe" vouch-out/
+          sha=$(sha256sum "vouch-out/${exe##*/}" | cut -d' ' -f1)
+          echo "vouch sha256: $sha"
+          echo "sha256=$sha" >> "$GITHUB_OUTPUT"
+      - name: Upload vouch for this run's other jobs
+        uses: @@UPLOAD@@
+        with:
+          name: @@ARTIFACT@@
+          path: vouch-out/
+          if-no-files-found: error
+          overwrite: true
+          retention-days: 1
+
+"#,
+            &[
+                ("ID", &b.id),
+                (
+                    "WHAT",
+                    &if b.matrix {
+                        b.machine.platform.to_string()
+                    } else {
+                        "tool jobs".to_owned()
+                    },
+                ),
+                ("NEEDS", &needs),
+                ("WHEN", when),
+                ("RUNNER", &b.machine.runner),
+                ("CONTAINER", &container),
+                (
+                    "STEPS",
+                    &self.steps_with("python3", if in_image { "-manylinux" } else { "" }, &rust),
+                ),
+                ("UPLOAD", &crate::pins::UPLOAD_ARTIFACT.uses()),
+                ("ARTIFACT", &b.artifact),
+            ],
         )
+    }
+
+    /// The steps that give a job vouch, before anything else of the job (a checkout would
+    /// wipe the download): with `source`, the run's binary from its builder, checked against the
+    /// sha256 that builder reported; with `pypi`, the hash-pinned wheel.
+    pub(crate) fn fetch_steps(
+        &self,
+        python: &str,
+        builders: &Builders,
+        consumer: Consumer,
+    ) -> String {
+        if let Install::Pypi { .. } = self {
+            return self.install_step(python, "");
+        }
+        let (artifact, sha, from) = match consumer {
+            Consumer::Tools => {
+                let b = builders.tools();
+                (
+                    b.artifact.clone(),
+                    format!("${{{{ needs.{}.outputs.sha256 }}}}", b.id),
+                    format!("this run's {} job", b.id),
+                )
+            }
+            Consumer::Matrix => {
+                let arms: Vec<String> = builders
+                    .jobs
+                    .iter()
+                    .filter(|b| b.matrix)
+                    .map(|b| {
+                        format!(
+                            "matrix.platform == '{}' && needs.{}.outputs.sha256",
+                            b.machine.platform, b.id
+                        )
+                    })
+                    .collect();
+                (
+                    format!("{BINARY_ARTIFACT_PREFIX}${{{{ matrix.platform }}}}"),
+                    format!("${{{{ {} || '' }}}}", arms.join(" || ")),
+                    format!("this run's {BUILDER_PREFIX}<platform> job"),
+                )
+            }
+        };
+        fill(
+            r#"      - name: Download vouch (built by @@FROM@@)
+        uses: @@DOWNLOAD@@
+        with:
+          name: @@ARTIFACT@@
+          path: @@DIR@@
+      - name: Check vouch's sha256 and put it on PATH
+        env:
+          # The building job's output, never anything in the artifact: every job of this run
+          # can upload an artifact of that name, and in a pull request's run one of them runs
+          # the pull request's code.
+          VOUCH_SHA256: @@SHA@@
+        run: | # zizmor: ignore[github-env] -- PATH gets a fixed directory under RUNNER_TEMP, nothing an event controls
+          dir="$RUNNER_TEMP/vouch-bin"
+          rm -rf "$dir"
+          mv @@DIR@@ "$dir"
+          exe="$dir/vouch"
+          if [ -f "$exe.exe" ]; then exe="$exe.exe"; fi
+          if ! [[ "$VOUCH_SHA256" =~ ^[0-9a-f]{64}$ ]]; then
+            echo "::error::the job that built vouch reported no sha256"
+            exit 1
+          fi
+          got=$(sha256sum "$exe" | cut -d' ' -f1)
+          if [ "$got" != "$VOUCH_SHA256" ]; then
+            echo "::error::vouch in the artifact has sha256 $got; the job that built it reported $VOUCH_SHA256"
+            exit 1
+          fi
+          chmod +x "$exe"
+          "$exe" --version
+          echo "$dir" >> "$GITHUB_PATH"
+"#,
+            &[
+                ("FROM", &from),
+                ("DOWNLOAD", &crate::pins::DOWNLOAD_ARTIFACT.uses()),
+                ("ARTIFACT", &artifact),
+                ("DIR", DOWNLOAD_DIR),
+                ("SHA", &sha),
+            ],
+        )
+    }
+
+    /// The step(s) that put `vouch` on `PATH`. `python` is the interpreter the `pypi` route
+    /// makes its venv with.
+    pub(crate) fn steps(&self, python: &str) -> String {
+        self.steps_with(python, "", "")
     }
 
     fn steps_with(&self, python: &str, key_suffix: &str, before_install: &str) -> String {

@@ -30,6 +30,7 @@ mod cache;
 pub mod calls;
 pub mod dispatch;
 pub mod explain;
+mod guards;
 pub mod install;
 pub mod pins;
 mod render;
@@ -39,13 +40,13 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
-use vouch_profile::{CacheSpec, CacheTool, Platform, Profile, StepsSpec};
+use vouch_profile::{CacheSpec, CacheTool, Platform, Profile, StepsSpec, Submodules};
 
 pub use audit::{Rule, Violation, audit_trust};
 pub use cache::pr_cache_note;
 pub use calls::{VouchCall, vouch_calls};
 pub use dispatch::Dispatch;
-pub use install::Install;
+pub use install::{Install, Machine};
 pub use render::build::{PR_BUILD_JOB, PUSH_BUILD_JOB, TRUSTED_ONLY_SECRETS};
 pub use render::trigger::MIN_NAMED_DIGITS;
 pub use render::{
@@ -205,6 +206,10 @@ pub struct Options {
     pub cache: CacheSpec,
     /// The compiler cache of each platform the profile builds, from `cache`.
     pub cache_tools: Vec<(Platform, CacheTool)>,
+    /// Which submodules the sdist job's checkout fetches.
+    pub submodules: Submodules,
+    /// Where each platform's build jobs run (runner, image): vouch is compiled once per run for each.
+    pub machines: Vec<Machine>,
 }
 
 impl Options {
@@ -233,6 +238,18 @@ impl Options {
                 .map(|p| (p, spec.cache.tool.for_platform(p)))
                 .collect(),
             cache: spec.cache,
+            submodules: spec.submodules,
+            machines: profile
+                .platforms
+                .iter()
+                .filter_map(|p| {
+                    Some(Machine {
+                        platform: p.parse::<Platform>().ok()?,
+                        runner: profile.runners.get(p)?.clone(),
+                        container: profile.containers.get(p).cloned(),
+                    })
+                })
+                .collect(),
         })
     }
 

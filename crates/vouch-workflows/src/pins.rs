@@ -112,6 +112,72 @@ pub const RELEASE_PINS: &[ActionPin] = &[
     },
 ];
 
+/// twine, for `twine check --strict` on the sdist and every wheel, with exactly the
+/// distributions that command imports (installed `--no-deps --require-hashes`: keyring and its
+/// cryptography are for uploads, which the workflows never do). Each hash is the wheel pip picks
+/// on `ubuntu-24.04` (x86_64, its Python 3.12), the only runner the check runs on; nh3 is the one
+/// with native code. Read with `pip download` from PyPI on 2026-12-07 (twine 7.0.0 of 2026-07).
+pub const TWINE: &[(&str, &str)] = &[
+    (
+        "twine==7.0.0",
+        "b854164df26db268af05f49aa5c0344b10e27a494343ff05b1e0bad3b135f5a7",
+    ),
+    (
+        "readme-renderer==46.0",
+        "d0dae1f74bb273b534770cb4cccb6bb78735540afdb03c2146f4e19dcd412560",
+    ),
+    (
+        "docutils==0.23",
+        "25d013af9bf23bc1c7b2b093dff4208166c53a94786c9e447808335ef1185fea",
+    ),
+    // cp38-abi3-manylinux_2_17_x86_64
+    (
+        "nh3==0.3.7",
+        "70f5ac8626e899a4bab0ef74ca2f5bd602f49c7b739e6e5026b4afc6d63dac42",
+    ),
+    (
+        "pygments==2.21.0",
+        "2363c69b61c4a97c838da3b130dcd6468f4848992b21a82f2a63ec34377137d9",
+    ),
+    (
+        "rich==15.0.0",
+        "33bd4ef74232fb73fe9279a257718407f169c09b78a87ad3d296f548e27de0bb",
+    ),
+    (
+        "markdown-it-py==4.3.0",
+        "7aa1511a46c39138de78d9eba92ce47e63124d8003fc98b3a351909e04239efa",
+    ),
+    (
+        "mdurl==0.1.2",
+        "84008a41e51615a49fc9966191ff91509e3c40b939176e643fd50a5c2196b8f8",
+    ),
+    (
+        "packaging==26.3",
+        "d7193f7c8e4e93f444fde0262bf90af30e16fa0ad0ad44cb553c87339b23cd1c",
+    ),
+    (
+        "requests==2.34.2",
+        "2a0d60c172f83ac6ab31e4554906c0f3b3588d37b5cb939b1c061f4907e278e0",
+    ),
+    (
+        "urllib3==2.8.0",
+        "0cf3cae568d36aa9576b28dfb35f11328f1cb974ca7647d9475ebb86c75ac6e3",
+    ),
+    (
+        "idna==3.21",
+        "387ab0bbea1ee7a196ea5b24eb007bad0242cc3127fe96713939942bc9e720d7",
+    ),
+    (
+        "certifi==2026.10.19.post1",
+        "1324c476b4811eff41a8bc2122cd0bbd4d9c7234c725446d99ab1612b3a7fdd2",
+    ),
+    // py3-none-any (requests warns without a charset detector)
+    (
+        "charset-normalizer==3.5.3",
+        "96e268b0cbda016ac519513294fcd17032264085b600abaac58b93049477e132",
+    ),
+];
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -128,6 +194,21 @@ mod tests {
                 p.action
             );
             assert!(p.version.starts_with('v'), "{}", p.action);
+        }
+    }
+
+    #[test]
+    fn twine_pins_are_exact_with_a_hash() {
+        for (req, sha) in TWINE {
+            assert!(
+                req.split_once("==")
+                    .is_some_and(|(n, v)| !n.is_empty() && !v.is_empty()),
+                "{req}"
+            );
+            assert!(
+                sha.len() == 64 && sha.bytes().all(|b| b.is_ascii_hexdigit()),
+                "{req}"
+            );
         }
     }
 

@@ -200,21 +200,21 @@ fn audit_catches_signing_permissions_outside_the_signing_jobs() {
 fn audit_catches_a_signing_job_a_pull_request_can_start() {
     let v = audit_mutated(
         "vouch-build.yml",
-        "    needs: [plan, build-push]\n    if: github.event_name == 'push'\n",
-        "    needs: [plan, build-push]\n    if: always()\n",
+        "    needs: [plan, build-push, twine-check, vouch-linux-64]\n    if: github.event_name == 'push'\n",
+        "    needs: [plan, build-push, twine-check, vouch-linux-64]\n    if: always()\n",
     );
     assert_caught(&v, Rule::SigningJobReachableFromPr, Some("attest"));
     // A condition with more terms that still requires a push is fine.
     let v = audit_mutated(
         "vouch-build.yml",
-        "    needs: [plan, build-push]\n    if: github.event_name == 'push'\n",
-        "    needs: [plan, build-push]\n    if: success() && github.event_name == 'push'\n",
+        "    needs: [plan, build-push, twine-check, vouch-linux-64]\n    if: github.event_name == 'push'\n",
+        "    needs: [plan, build-push, twine-check, vouch-linux-64]\n    if: success() && github.event_name == 'push'\n",
     );
     assert!(v.is_empty(), "{v:#?}");
     let v = audit_mutated(
         "vouch-build.yml",
-        "    needs: [plan, build-push]\n    if: github.event_name == 'push'\n",
-        "    needs: [plan, build-push]\n    if: github.event_name == 'push' || github.event_name == 'pull_request'\n",
+        "    needs: [plan, build-push, twine-check, vouch-linux-64]\n    if: github.event_name == 'push'\n",
+        "    needs: [plan, build-push, twine-check, vouch-linux-64]\n    if: github.event_name == 'push' || github.event_name == 'pull_request'\n",
     );
     assert_caught(&v, Rule::SigningJobReachableFromPr, Some("attest"));
 }
@@ -701,10 +701,15 @@ const PR_TEST_FLOW: &[&str] = &[
     "vouch-trigger.yml:record",
     "vouch-trigger.yml:label",
     "vouch-build.yml:request",
+    "vouch-build.yml:vouch-linux-64",
+    "vouch-build.yml:vouch-linux-aarch64",
+    "vouch-build.yml:vouch-win-64",
     "vouch-build.yml:plan",
     "vouch-build.yml:sdist",
     "vouch-build.yml:build-pr",
+    "vouch-build.yml:twine-check",
     "vouch-build.yml:vouch-build-ok",
+    "vouch-sign.yml:vouch",
     "vouch-sign.yml:pin",
     "vouch-sign.yml:sign",
     "vouch-sign.yml:status",
@@ -756,7 +761,11 @@ fn explain_table() {
         (
             "unrelated label",
             labeled("to-be-backported"),
-            &["vouch-build.yml:vouch-build-ok", "vouch-sign.yml:pin"],
+            &[
+                "vouch-build.yml:vouch-build-ok",
+                "vouch-sign.yml:vouch",
+                "vouch-sign.yml:pin",
+            ],
         ),
         // A label set by hand, without a /test recorded for the head: nothing to build.
         (
@@ -765,6 +774,7 @@ fn explain_table() {
             &[
                 "vouch-build.yml:request",
                 "vouch-build.yml:vouch-build-ok",
+                "vouch-sign.yml:vouch",
                 "vouch-sign.yml:pin",
             ],
         ),
@@ -773,9 +783,13 @@ fn explain_table() {
             push("refs/heads/main"),
             &[
                 "vouch-build.yml:request",
+                "vouch-build.yml:vouch-linux-64",
+                "vouch-build.yml:vouch-linux-aarch64",
+                "vouch-build.yml:vouch-win-64",
                 "vouch-build.yml:plan",
                 "vouch-build.yml:sdist",
                 "vouch-build.yml:build-push",
+                "vouch-build.yml:twine-check",
                 "vouch-build.yml:attest",
                 "vouch-build.yml:attest-sdist",
                 "vouch-build.yml:dispatch",
@@ -787,9 +801,13 @@ fn explain_table() {
             push("refs/tags/v14.0.0"),
             &[
                 "vouch-build.yml:request",
+                "vouch-build.yml:vouch-linux-64",
+                "vouch-build.yml:vouch-linux-aarch64",
+                "vouch-build.yml:vouch-win-64",
                 "vouch-build.yml:plan",
                 "vouch-build.yml:sdist",
                 "vouch-build.yml:build-push",
+                "vouch-build.yml:twine-check",
                 "vouch-build.yml:attest",
                 "vouch-build.yml:attest-sdist",
                 "vouch-build.yml:dispatch",
@@ -977,7 +995,11 @@ fn explain_unrelated_label_is_not_red_and_not_the_required_check() {
     // finds no unsigned artifact and signs nothing.
     assert_eq!(
         x.ran(),
-        ["vouch-build.yml:vouch-build-ok", "vouch-sign.yml:pin"]
+        [
+            "vouch-build.yml:vouch-build-ok",
+            "vouch-sign.yml:vouch",
+            "vouch-sign.yml:pin"
+        ]
     );
     assert!(job(&x, "vouch-sign.yml", "pin").effects[0].contains("nothing to sign"));
     assert!(file("vouch-build.yml").contents.contains(

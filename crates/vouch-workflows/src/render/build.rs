@@ -9,7 +9,12 @@ use super::{
 use crate::Error;
 use crate::cache::{BuildCache, Trust};
 use crate::dispatch::Announcer;
+use crate::guards;
+use crate::install::{Builders, Consumer};
 use crate::pins::{CHECKOUT, DOWNLOAD_ARTIFACT, SETUP_PYTHON, UPLOAD_ARTIFACT};
+
+/// The job that runs `twine check --strict` on every cell's wheel.
+pub const TWINE_CHECK_JOB: &str = "twine-check";
 
 /// The build job of a push (trusted: may write its branch's cache scope).
 pub const PUSH_BUILD_JOB: &str = "build-push";
@@ -45,7 +50,7 @@ const BUILD_JOB: &str = r#"  @@JOB@@:
       fail-fast: false
       matrix: ${{ fromJson(needs.plan.outputs.matrix) }}
 @@JOB_ENV@@    steps:
-      - name: Check out
+@@FETCH_VOUCH@@@@WINDOWS_GUARDS@@      - name: Check out
         uses: @@CHECKOUT@@
         with:
           # A pull request's head, exactly: the commit the /test request recorded.
@@ -63,7 +68,7 @@ const BUILD_JOB: &str = r#"  @@JOB@@:
         with:
           name: @@SDIST_ARTIFACT@@
           path: sdist
-@@INSTALL_MATRIX@@@@ARTIFACT_NAME@@@@CACHE_STEPS@@@@BEFORE_BUILD@@@@CACHE_STEPS_LAST@@      - name: Build ${{ matrix.cell }}
+@@FREE_DISK@@@@ARTIFACT_NAME@@@@CACHE_STEPS@@@@BEFORE_BUILD@@@@CACHE_STEPS_LAST@@      - name: Build ${{ matrix.cell }}
         env:
           CELL: ${{ matrix.cell }}
           PYTHON: @@MATRIX_PYTHON@@
@@ -105,7 +110,7 @@ unset VOUCH_SEAL_KEY
 "#;
 
 /// One build job: its cache (per `[workflows.cache]`), and for pushes the seal key.
-fn build_job(v: &Vars<'_>, trust: Trust, hooks: [&str; 2]) -> String {
+fn build_job(v: &Vars<'_>, builders: &Builders, trust: Trust, hooks: [&str; 2]) -> String {
     let cache = BuildCache::new(&v.opts.cache, &v.opts.cache_tools, trust);
     let push = trust == Trust::Push;
     let mut files = cache.files.clone();
@@ -130,11 +135,21 @@ fn build_job(v: &Vars<'_>, trust: Trust, hooks: [&str; 2]) -> String {
         env.push_str(SEAL_ENV);
         args.push_str(" \"${seal_arg[@]}\"");
     }
-    // Every cell builds from the sdist job's file.
-    let needs = match cache.needs.strip_prefix('[') {
-        Some(list) => format!("[{}, {SDIST_JOB}]", list.trim_end_matches(']')),
-        None => format!("[{}, {SDIST_JOB}]", cache.needs),
+    // Every cell builds from the sdist job's file, with the vouch its platform's builder made.
+    let mut needs: Vec<String> = match cache.needs.strip_prefix('[') {
+        Some(list) => list
+            .trim_end_matches(']')
+            .split(", ")
+            .map(str::to_owned)
+            .collect(),
+        None => vec![cache.needs.to_owned()],
     };
+    needs.push(SDIST_JOB.to_owned());
+    needs.extend(v.install().needs(builders, Consumer::Matrix));
+    let needs = format!("[{}]", needs.join(", "));
+    let fetch = v
+        .install()
+        .fetch_steps(MATRIX_PYTHON, builders, Consumer::Matrix);
     let (id, suffix, why, when, environment) = match trust {
         Trust::Push => (
             PUSH_BUILD_JOB,
@@ -169,28 +184,43 @@ fn build_job(v: &Vars<'_>, trust: Trust, hooks: [&str; 2]) -> String {
         ("@@BUILD_SCRIPT@@", &indent(&script, 10)),
         ("@@BUILD_ARGS@@", &args),
         ("@@BEFORE_BUILD@@", hooks[0]),
+        ("@@FETCH_VOUCH@@", &fetch),
+        ("@@WINDOWS_GUARDS@@", guards::WINDOWS_BEFORE_CHECKOUT),
+        ("@@FREE_DISK@@", guards::FREE_DISK),
         ("@@AFTER_BUILD@@", hooks[1]),
     ]
     .iter()
     .fold(BUILD_JOB.to_owned(), |t, (k, v)| t.replace(k, v))
 }
 
-fn build_jobs(v: &Vars<'_>) -> Result<String, Error> {
+fn build_jobs(v: &Vars<'_>, builders: &Builders) -> Result<String, Error> {
     let before = crate::steps::render(&v.opts.steps.before_build, "before_build")?;
     let after = crate::steps::render(&v.opts.steps.after_build, "after_build")?;
-    Ok(build_job(v, Trust::Push, [&before, &after]) + &build_job(v, Trust::Pr, [&before, &after]))
+    Ok(build_job(v, builders, Trust::Push, [&before, &after])
+        + &build_job(v, builders, Trust::Pr, [&before, &after]))
 }
 
-fn dispatch_job(v: &Vars<'_>) -> String {
+/// `[a, b, ...]` (or `a` alone) for a job's `needs:`.
+fn needs(jobs: &[&str], vouch: Vec<String>) -> String {
+    let all: Vec<String> = jobs.iter().map(|j| (*j).to_owned()).chain(vouch).collect();
+    match all.as_slice() {
+        [one] => one.clone(),
+        _ => format!("[{}]", all.join(", ")),
+    }
+}
+
+fn dispatch_job(v: &Vars<'_>, builders: &Builders) -> String {
     let dispatch = &v.opts.dispatch;
     if dispatch.is_none() {
         return String::new();
     }
-    let install = v.install().steps("python3");
+    let install = v
+        .install()
+        .fetch_steps("python3", builders, Consumer::Tools);
     fill(
         r#"  dispatch:
     name: dispatch the signed build
-    needs: attest
+    needs: @@NEEDS@@
     if: github.event_name == 'push'
     runs-on: ubuntu-24.04
     timeout-minutes: 10
@@ -202,6 +232,10 @@ fn dispatch_job(v: &Vars<'_>) -> String {
 "#,
         &[
             ("ENVIRONMENT", TRUSTED_ENVIRONMENT),
+            (
+                "NEEDS",
+                &needs(&["attest"], v.install().needs(builders, Consumer::Tools)),
+            ),
             (
                 "PERMISSIONS",
                 match dispatch.permissions() {
@@ -216,10 +250,18 @@ fn dispatch_job(v: &Vars<'_>) -> String {
 }
 
 pub(crate) fn render(v: &Vars<'_>) -> Result<String, Error> {
-    let build_jobs = build_jobs(v)?;
-    let install_ubuntu = v.install().steps("python3");
-    let install_matrix = v.install().steps_in_matrix(MATRIX_PYTHON);
-    let dispatch = dispatch_job(v);
+    let builders = Builders::for_matrix(&v.opts.machines);
+    let build_jobs = build_jobs(v, &builders)?;
+    let install_ubuntu = v
+        .install()
+        .fetch_steps("python3", &builders, Consumer::Tools);
+    let tools_needs = |jobs: &[&str]| needs(jobs, v.install().needs(&builders, Consumer::Tools));
+    let vouch_jobs = v.install().builder_jobs(
+        &builders,
+        "request",
+        "needs.request.outputs.build == 'true'",
+    );
+    let dispatch = dispatch_job(v, &builders);
     let text = fill(
         r#"@@HEADER@@
 #
@@ -309,9 +351,9 @@ jobs:
             echo "build=false" >> "$GITHUB_OUTPUT"
           fi
 
-  plan:
+@@VOUCH_JOBS@@  plan:
     name: plan
-    needs: request
+    needs: @@PLAN_NEEDS@@
     if: needs.request.outputs.build == 'true'
     runs-on: ubuntu-24.04
     timeout-minutes: 15
@@ -320,12 +362,12 @@ jobs:
     outputs:
       matrix: ${{ steps.plan.outputs.matrix }}
     steps:
-      - name: Check out
+@@INSTALL_UBUNTU@@      - name: Check out
         uses: @@CHECKOUT@@
         with:
           ref: ${{ github.event.pull_request.head.sha || github.sha }}
           persist-credentials: false
-@@INSTALL_UBUNTU@@      - name: Plan the matrix
+      - name: Plan the matrix
         id: plan
         run: |
           matrix=$(vouch plan --profile "$VOUCH_PROFILE" --format github --event "$GITHUB_EVENT_NAME")
@@ -333,24 +375,24 @@ jobs:
 
   @@SDIST_JOB@@:
     name: sdist
-    needs: request
+    needs: @@PLAN_NEEDS@@
     if: needs.request.outputs.build == 'true'
     runs-on: ubuntu-24.04
     timeout-minutes: 30
     permissions:
       contents: read # check out the source it packs
     steps:
-      - name: Check out
+@@INSTALL_UBUNTU@@      - name: Check out
         uses: @@CHECKOUT@@
         with:
           ref: ${{ github.event.pull_request.head.sha || github.sha }}
           persist-credentials: false
-@@INSTALL_UBUNTU@@      - name: Build the sdist once
+@@SUBMODULES@@@@SUBMODULES_CHECKED_OUT@@      - name: Build the sdist once
         run: |
           # Fixed epoch and a normalized tar.gz: a rebuild from the same commit gives the same
           # bytes. Every cell's build job builds its wheel from this one file.
           vouch sdist --profile "$VOUCH_PROFILE" --source . --out sdist
-      - name: Upload the sdist
+@@TWINE_SDIST@@      - name: Upload the sdist
         uses: @@UPLOAD_ARTIFACT@@
         with:
           name: @@SDIST_ARTIFACT@@
@@ -359,9 +401,25 @@ jobs:
           overwrite: true
           retention-days: 3
 
-@@BUILD_JOBS@@  attest:
+@@BUILD_JOBS@@  @@TWINE_JOB@@:
+    name: twine check --strict
+    needs: [@@PUSH_JOB@@, @@PR_JOB@@]
+    # After whichever build job this event ran; no vouch, no checkout: it reads the wheels only.
+    if: ${{ !cancelled() && (needs.@@PUSH_JOB@@.result == 'success' || needs.@@PR_JOB@@.result == 'success') }}
+    runs-on: ubuntu-24.04
+    timeout-minutes: 15
+    permissions: {}
+    steps:
+      - name: Download every cell's unsigned build
+        uses: @@DOWNLOAD_ARTIFACT@@
+        with:
+          pattern: unsigned-*
+          path: dist
+          merge-multiple: true
+@@TWINE_WHEELS@@
+  attest:
     name: attest ${{ matrix.cell }}
-    needs: [plan, @@PUSH_JOB@@]
+    needs: @@ATTEST_NEEDS@@
     if: github.event_name == 'push'
     runs-on: ubuntu-24.04
     timeout-minutes: 30
@@ -415,7 +473,7 @@ jobs:
 
   @@ATTEST_SDIST_JOB@@:
     name: attest the sdist
-    needs: [@@SDIST_JOB@@, @@PUSH_JOB@@]
+    needs: @@ATTEST_SDIST_NEEDS@@
     if: github.event_name == 'push'
     runs-on: ubuntu-24.04
     timeout-minutes: 30
@@ -451,7 +509,7 @@ jobs:
 
 @@DISPATCH@@  @@SENTINEL@@:
     name: ${{ needs.request.outputs.build == 'true' && '@@SENTINEL@@' || 'vouch-build (nothing to build)' }}
-    needs: [request, plan, @@SDIST_JOB@@, @@PUSH_JOB@@, @@PR_JOB@@, attest, @@ATTEST_SDIST_JOB@@]
+    needs: [request, plan, @@SDIST_JOB@@, @@PUSH_JOB@@, @@PR_JOB@@, @@TWINE_JOB@@, attest, @@ATTEST_SDIST_JOB@@]
     if: always()
     runs-on: ubuntu-24.04
     timeout-minutes: 5
@@ -467,6 +525,7 @@ jobs:
             ${{ needs.plan.result }}
             ${{ needs.@@SDIST_JOB@@.result }}
             ${{ github.event_name == 'push' && needs.@@PUSH_JOB@@.result || needs.@@PR_JOB@@.result }}
+            ${{ needs.@@TWINE_JOB@@.result }}
             ${{ github.event_name == 'push' && needs.attest.result || 'success' }}
             ${{ github.event_name == 'push' && needs.@@ATTEST_SDIST_JOB@@.result || 'success' }}
         run: |
@@ -474,7 +533,7 @@ jobs:
             echo "nothing to build"
             exit 0
           fi
-          echo "request, plan, sdist, build, attest, attest the sdist: $RESULTS"
+          echo "request, plan, sdist, build, twine check, attest, attest the sdist: $RESULTS"
           for r in $RESULTS; do
             if [ "$r" != success ]; then
               echo "::error::a job this check needs did not succeed ($r)"
@@ -484,6 +543,27 @@ jobs:
 "#,
         &[
             ("BUILD_JOBS", &build_jobs),
+            ("VOUCH_JOBS", &vouch_jobs),
+            ("PLAN_NEEDS", &tools_needs(&["request"])),
+            (
+                "ATTEST_NEEDS",
+                &tools_needs(&["plan", PUSH_BUILD_JOB, TWINE_CHECK_JOB]),
+            ),
+            (
+                "ATTEST_SDIST_NEEDS",
+                &tools_needs(&[SDIST_JOB, PUSH_BUILD_JOB]),
+            ),
+            ("TWINE_JOB", TWINE_CHECK_JOB),
+            (
+                "TWINE_WHEELS",
+                &guards::twine_check("every wheel", "dist/*.whl"),
+            ),
+            (
+                "TWINE_SDIST",
+                &guards::twine_check("the sdist", "sdist/*.tar.gz"),
+            ),
+            ("SUBMODULES", guards::checkout_submodules(v.opts.submodules)),
+            ("SUBMODULES_CHECKED_OUT", guards::SUBMODULES_CHECKED_OUT),
             ("DISPATCH", &dispatch),
             ("PUSH_JOB", PUSH_BUILD_JOB),
             ("PR_JOB", PR_BUILD_JOB),
@@ -500,7 +580,6 @@ jobs:
             ("INSTALL_ENV", &v.install().env()),
             ("BUILD_TIMEOUT", &v.opts.build_timeout_minutes.to_string()),
             ("INSTALL_UBUNTU", &install_ubuntu),
-            ("INSTALL_MATRIX", &install_matrix),
             ("ARTIFACT_NAME", ARTIFACT_NAME_STEP),
             ("CHECKOUT", &CHECKOUT.uses()),
             ("SETUP_PYTHON", &SETUP_PYTHON.uses()),

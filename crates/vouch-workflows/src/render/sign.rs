@@ -6,6 +6,17 @@ use super::{
     Vars, fill,
 };
 use crate::dispatch::Announcer;
+use crate::install::{Builders, Consumer};
+
+/// The job that compiles vouch for this run's other jobs. Built here, in the default branch's
+/// context, never taken from the pull request's run: that run's artifacts are writable by the
+/// pull request's code.
+const VOUCH_JOB: &str = "vouch";
+
+/// The condition of every job that does something: a pull request's build that succeeded.
+const WHEN_PR_BUILD: &str = r#">-
+      github.event.workflow_run.event == 'pull_request' &&
+      github.event.workflow_run.conclusion == 'success'"#;
 use crate::pins::{CREATE_APP_TOKEN, UPLOAD_ARTIFACT};
 
 /// The `vouch pr-run` flags every job passes: which run, and the workflow files it must be.
@@ -19,7 +30,20 @@ const PIN_ENV: &str = r#"          GH_TOKEN: ${{ github.token }}
           RUN_ID: ${{ github.event.workflow_run.id }}
 "#;
 
-fn dispatch_job(v: &Vars<'_>) -> String {
+/// `[jobs..., <the builder>]` (the builder only with the `source` route).
+fn needs(v: &Vars<'_>, builders: &Builders, jobs: &[&str]) -> String {
+    let all: Vec<String> = jobs
+        .iter()
+        .map(|j| (*j).to_owned())
+        .chain(v.install().needs(builders, Consumer::Tools))
+        .collect();
+    match all.as_slice() {
+        [one] => one.clone(),
+        _ => format!("[{}]", all.join(", ")),
+    }
+}
+
+fn dispatch_job(v: &Vars<'_>, builders: &Builders) -> String {
     let dispatch = &v.opts.dispatch;
     if dispatch.is_none() {
         return String::new();
@@ -28,7 +52,7 @@ fn dispatch_job(v: &Vars<'_>) -> String {
         r#"
   dispatch:
     name: dispatch the signed build
-    needs: sign
+    needs: @@NEEDS@@
     runs-on: ubuntu-24.04
     timeout-minutes: 10
     # The dispatch secret lives here (default and push branches only; this run is on the
@@ -48,7 +72,12 @@ fn dispatch_job(v: &Vars<'_>) -> String {
         &[
             ("ENVIRONMENT", TRUSTED_ENVIRONMENT),
             ("PERMISSIONS", dispatch.permissions()),
-            ("INSTALL", &v.install().steps("python3")),
+            ("NEEDS", &needs(v, builders, &["sign"])),
+            (
+                "INSTALL",
+                &v.install()
+                    .fetch_steps("python3", builders, Consumer::Tools),
+            ),
             ("PIN_ENV", PIN_ENV),
             ("TOKEN_TO_FILE", TOKEN_TO_FILE),
             ("PIN_FLAGS", PIN_FLAGS),
@@ -60,7 +89,10 @@ fn dispatch_job(v: &Vars<'_>) -> String {
 }
 
 pub(crate) fn render(v: &Vars<'_>) -> String {
-    let install = v.install().steps("python3");
+    let builders = Builders::tools_only(VOUCH_JOB);
+    let install = v
+        .install()
+        .fetch_steps("python3", &builders, Consumer::Tools);
     fill(
         r#"@@HEADER@@
 #
@@ -101,11 +133,9 @@ defaults:
 env:
 @@INSTALL_ENV@@
 jobs:
-  pin:
+@@VOUCH_JOB@@  pin:
     name: pin the build run
-    if: >-
-      github.event.workflow_run.event == 'pull_request' &&
-      github.event.workflow_run.conclusion == 'success'
+@@PIN_NEEDS@@    if: @@WHEN@@
     runs-on: ubuntu-24.04
     timeout-minutes: 20
     permissions:
@@ -134,7 +164,7 @@ jobs:
 
   sign:
     name: sign ${{ matrix.artifact }}
-    needs: pin
+    needs: @@SIGN_NEEDS@@
     if: needs.pin.outputs.matrix != ''
     runs-on: ubuntu-24.04
     timeout-minutes: 30
@@ -210,7 +240,21 @@ jobs:
             ("PIN_ENV", PIN_ENV),
             ("TOKEN_TO_FILE", TOKEN_TO_FILE),
             ("PIN_FLAGS", PIN_FLAGS),
-            ("DISPATCH", &dispatch_job(v)),
+            ("DISPATCH", &dispatch_job(v, &builders)),
+            (
+                "VOUCH_JOB",
+                &v.install().builder_jobs(&builders, "", WHEN_PR_BUILD),
+            ),
+            ("WHEN", WHEN_PR_BUILD),
+            (
+                "PIN_NEEDS",
+                &match v.install().needs(&builders, Consumer::Tools).as_slice() {
+                    [] => String::new(),
+                    [one] => format!("    needs: {one}\n"),
+                    many => format!("    needs: [{}]\n", many.join(", ")),
+                },
+            ),
+            ("SIGN_NEEDS", &needs(v, &builders, &["pin"])),
             ("BUILD_FILE", BUILD_FILE),
             ("TRIGGER_FILE", TRIGGER_FILE),
             ("UPLOAD_ARTIFACT", &UPLOAD_ARTIFACT.uses()),
