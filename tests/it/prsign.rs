@@ -1652,7 +1652,33 @@ fn issue_32_the_farm_tests_the_commit_the_wheel_was_built_from() {
         cases.push((what, r));
     }
     insta::assert_snapshot!(
-        snapshot_cases(cases, &[(&merge_sha, "[MERGE]"), (r"checkout-[0-9]+", "checkout-[N]")]),
-        @""
+        snapshot_cases(cases, &[(&merge_sha, "[MERGE]"), (r"checkout-(merge-)?[0-9]+", "checkout-[N]")]),
+        @r#"
+        ===== "refs/pull/7/merge"
+        success: false
+        exit_code: 34
+        ----- stdout -----
+
+        ----- stderr -----
+        looking for vouch-sample-py3.11-linux-64-pr7-1111111111111111111111111111111111111111 signed by .github/workflows/vouch-sign.yml (a pull_request build of #7 by .github/workflows/vouch-build.yml of cupy/cupy)
+        error: the checkout "[TEMP]/checkout-[N]" is at [MERGE], but vouch_sample-0.1.0-cp311-cp311-linux_x86_64.whl was built from 1111111111111111111111111111111111111111: the tests would be another commit's than the wheel's. Check out the built commit (for a pull request, the vouched head itself, not refs/pull/<N>/merge) and run again
+
+        ===== "another commit"
+        success: false
+        exit_code: 34
+        ----- stdout -----
+
+        ----- stderr -----
+        looking for vouch-sample-py3.11-linux-64-pr7-1111111111111111111111111111111111111111 signed by .github/workflows/vouch-sign.yml (a pull_request build of #7 by .github/workflows/vouch-build.yml of cupy/cupy)
+        error: the checkout "[TEMP]/checkout-[N]" is at 3333333333333333333333333333333333333333, but vouch_sample-0.1.0-cp311-cp311-linux_x86_64.whl was built from 1111111111111111111111111111111111111111: the tests would be another commit's than the wheel's. Check out the built commit (for a pull request, the vouched head itself, not refs/pull/<N>/merge) and run again
+
+        ===== "not a git checkout"
+        success: false
+        exit_code: 2
+        ----- stdout -----
+
+        ----- stderr -----
+        error: --checkout [TEMP]/not-a-checkout: not a git checkout, so the commit the tests would run from cannot be read (keep its .git)
+    "#
     );
 }
