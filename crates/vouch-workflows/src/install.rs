@@ -532,12 +532,9 @@ impl Install {
         )
     }
 
-    /// The step(s) that put `vouch` on `PATH`. `python` is the interpreter the `pypi` route
-    /// makes its venv with.
-    pub(crate) fn steps(&self, python: &str) -> String {
-        self.steps_with(python, "", "")
-    }
-
+    /// The steps that put `vouch` on `PATH` in a builder job (`source`: from the cache for a
+    /// pull request, else compiled and saved; `before_install` prepares the machine) or in any
+    /// job (`pypi`). `python` is the interpreter the `pypi` route makes its venv with.
     fn steps_with(&self, python: &str, key_suffix: &str, before_install: &str) -> String {
         match self {
             Install::Source { .. } => fill(
