@@ -662,6 +662,7 @@ fn signed_pr_build_fetches_and_verifies_and_audits() {
           predicate:  https://vouch.build/pr-build/v1
           built by:   run 700 (attempt 1) of .github/workflows/vouch-build.yml, pull_request of contributor/cupy at 1111111111111111111111111111111111111111 (artifact unsigned-vouch-sample-py3.11-linux-64-pr7-1111111111111111111111111111111111111111)
           request:    #7 /test by maintainer (MEMBER), comment 99, base main at 5555555555555555555555555555555555555555, recorded by run 650
+          built:      1111111111111111111111111111111111111111 (the vouched head itself; tests must run from this commit, not a merge)
           reported:   cell py3.11-linux-64, inputs sha256:feedface, epoch 1700000000, cache scope pr/7 (by the build itself, not verified)
           checks:     certificate chain ok, SCT not checked, transparency log ok, signature ok, statement ok, digest ok, identity policy ok
           note:       trust root [TEMP]/trusted_root.json has no CT logs: SCT not checked
