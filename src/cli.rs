@@ -758,6 +758,12 @@ pub struct ExplainArgs {
     /// A new head is pushed after the comment, before the record job reads the pull request.
     #[arg(long)]
     pub pushed_after_comment: bool,
+    /// The push deletes its branch.
+    #[arg(long)]
+    pub deleted: bool,
+    /// The push merged a pull request labelled skip-ci.
+    #[arg(long)]
+    pub skip_ci: bool,
     #[command(flatten)]
     pub common: Common,
 }

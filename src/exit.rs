@@ -631,9 +631,11 @@ impl Classify for vouch_dispatch::DispatchError {
             | D::Payload(_) => Status::InvalidInput,
             D::Endpoint { .. } | D::Repo(_) | D::EventType(_) => Status::Usage,
             // FlexCI or GitHub did not answer, refused, or answered something else.
-            D::Unanswered { .. } | D::Reply { .. } | D::Status { .. } | D::Refused(_) => {
-                Status::Environment
-            }
+            D::Unanswered { .. }
+            | D::Reply { .. }
+            | D::Status { .. }
+            | D::Refused(_)
+            | D::Github(_) => Status::Environment,
         })
     }
 }

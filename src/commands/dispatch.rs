@@ -31,6 +31,8 @@ struct Report {
     /// `after` is its commit.
     vouched_commit: Option<String>,
     jobs: Vec<JobReport>,
+    /// The commit statuses set (with --token-file), in order.
+    statuses: Vec<String>,
 }
 
 #[derive(Serialize)]
@@ -55,6 +57,7 @@ fn flexci(args: DispatchFlexciArgs) -> anyhow::Result<ExitCode> {
         skipped: Vec::new(),
         vouched_commit: None,
         jobs: Vec::new(),
+        statuses: Vec::new(),
     };
     let Some(tags) = vouch_dispatch::tags_for(event, &payload, &args.external_tag)? else {
         output::note("no line of the comment is a `/test TAGS` request: nothing dispatched");
@@ -62,12 +65,14 @@ fn flexci(args: DispatchFlexciArgs) -> anyhow::Result<ExitCode> {
     };
     report.tags = tags.iter().cloned().collect();
     output::note(format!("requested tags: {}", report.tags.join(", ")));
+    let mut force_skip = false;
     match projects.decide(&tags)? {
         Decision::Skip { force, skipped } => {
             report.outcome = if force { "force-skip" } else { "skip" };
             report.skipped = skipped;
+            force_skip = force;
             output::note(format!(
-                "`/test {}`: no project is dispatched ({} skipped); commit statuses are not set by vouch",
+                "`/test {}`: no project is dispatched ({} skipped)",
                 report.outcome,
                 report.skipped.len()
             ));
@@ -88,9 +93,14 @@ fn flexci(args: DispatchFlexciArgs) -> anyhow::Result<ExitCode> {
                     report.vouched_commit = vouched;
                     stamped
                 }
-                Event::Push => payload,
+                Event::Push => payload.clone(),
             };
             let secret = args.password_file.as_ref();
+            if secret.is_none() && !args.dry_run {
+                return Err(crate::common::usage(
+                    "dispatching projects needs --password-file (only a dry run or a `/test skip` sends nothing)",
+                ));
+            }
             let request = WebhookRequest::new(&endpoint, event, &payload, &selected, secret);
             output::note(format!("request URI: {}", request.url));
             (report.projects, report.skipped) = (selected, skipped);
@@ -113,7 +123,60 @@ fn flexci(args: DispatchFlexciArgs) -> anyhow::Result<ExitCode> {
             }
         }
     }
+    if report.outcome != "dry-run" {
+        set_statuses(&args, &endpoint, &payload, &mut report, force_skip)?;
+    }
     finish(&args, &report)
+}
+
+/// With --token-file: the commit statuses CuPy's dispatcher sets after a dispatch or a skip,
+/// on --commit (never on the pull request's head as it is by then).
+fn set_statuses(
+    args: &DispatchFlexciArgs,
+    endpoint: &Endpoint,
+    payload: &vouch_dispatch::PyValue,
+    report: &mut Report,
+    force: bool,
+) -> anyhow::Result<()> {
+    let (Some(token), Some(repo), Some(commit)) = (&args.token_file, &args.repo, &args.commit)
+    else {
+        return Ok(());
+    };
+    let is_sha = commit.len() == 40 && commit.bytes().all(|b| b.is_ascii_hexdigit());
+    if !is_sha || commit.bytes().any(|b| b.is_ascii_uppercase()) {
+        return Err(crate::common::usage(format!(
+            "--commit {commit:?}: expected 40 lower-case hex digits"
+        )));
+    }
+    // A pull request's dispatch names its vouched commit; the statuses go on that one alone.
+    if let Some(vouched) = &report.vouched_commit
+        && vouched != commit
+    {
+        return Err(crate::common::usage(format!(
+            "--commit {commit} is not the commit the request vouched for ({vouched})"
+        )));
+    }
+    let pr = match payload.at(&["issue", "number"]) {
+        Some(vouch_dispatch::PyValue::Int(n)) => u64::try_from(*n).ok(),
+        _ => None,
+    };
+    let gh = vouch_github::GithubClient::new(&args.api_url, Some(token.token.clone()))?;
+    let target = vouch_dispatch::statuses::Target {
+        gh: &gh,
+        repo,
+        sha: commit,
+        pr,
+        prefix: &args.flexci_context,
+        flexci_base: endpoint.as_str(),
+    };
+    let set = crate::common::runtime()?.block_on(vouch_dispatch::statuses::report(
+        &target,
+        &report.skipped,
+        force,
+    ))?;
+    output::note(format!("set {} commit statuses on {commit}", set.len()));
+    report.statuses = set;
+    Ok(())
 }
 
 /// The request record `vouch pr-run pin --request-out DIR` writes next to the event it

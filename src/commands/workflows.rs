@@ -48,6 +48,8 @@ fn explain(args: &ExplainArgs) -> anyhow::Result<ExitCode> {
     scenario.git_ref = args.git_ref.clone();
     scenario.previously_tested = args.previously_tested;
     scenario.pushed_after_comment = args.pushed_after_comment;
+    scenario.deleted = args.deleted;
+    scenario.skip_ci = args.skip_ci;
     let x = vouch_workflows::explain::explain(&files, &scenario)?;
     if args.common.json() {
         output::data(serde_json::to_string_pretty(&x)?);

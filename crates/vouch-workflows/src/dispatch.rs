@@ -9,6 +9,11 @@
 //!   (both written by the re-check just before) names the head the signer vouched for: the
 //!   command appends it to the body as `vouch.commit`, so the farm can refuse a checkout of a
 //!   head pushed after that re-check.
+//!   With the App's token it then sets CuPy's commit statuses on the vouched or pushed commit
+//!   (`<context> (dashboard)`, and "Skipped" for each project not dispatched).
+//!   A `/test skip`, `/test force-skip` or a request for only `external_tags` builds nothing:
+//!   the trigger's skip job runs [`Dispatch::skip_steps`] (statuses only, and the external
+//!   targets to `vars.VOUCH_EXTERNAL_TEST_REPO` by `repository_dispatch`).
 //! - `repository`: a `repository_dispatch` to `vars.VOUCH_TEST_FARM_REPO` with a GitHub App
 //!   token: `vouch dispatch repository`. The payload is a hint; the farm verifies.
 //! - `none`.
@@ -119,55 +124,191 @@ impl Dispatch {
         }
     }
 
+    /// The record job's lines (inside `if [[ "$targets" =~ <skip> ]]; then ... fi`) that make
+    /// a request for only external tags build nothing (`skip=external`): FlexCI would run
+    /// none of it, and the other CI builds for itself.
+    pub(crate) fn external_check(&self) -> String {
+        let Dispatch::Flexci { external_tags, .. } = self else {
+            return String::new();
+        };
+        if external_tags.is_empty() {
+            return String::new();
+        }
+        fill(
+            r#"          else
+            # Every target another CI serves (as CuPy's dispatcher splits and strips them):
+            # FlexCI is told to skip, and the targets go to vars.VOUCH_EXTERNAL_TEST_REPO.
+            external=",@@TAGS@@,"
+            all=true
+            while IFS= read -r t; do
+              t=$(sed -E 's/^ +//; s/ +$//' <<<"$t")
+              if [[ -z "$t" || "$external" != *",$t,"* ]]; then all=false; fi
+            done < <(tr ',' '\n' <<<"$targets")
+            if [ "$all" = true ]; then
+              skip=external
+              echo "targets=$targets" >> "$GITHUB_OUTPUT"
+            fi
+"#,
+            &[("TAGS", &external_tags.join(","))],
+        )
+    }
+
+    /// Whether a `/test` of only these tags is handed to another CI.
+    pub(crate) fn has_external(&self) -> bool {
+        matches!(self, Dispatch::Flexci { external_tags, .. } if !external_tags.is_empty())
+    }
+
+    /// The skip job's `permissions:` lines.
+    pub(crate) fn skip_permissions(&self) -> &'static str {
+        match self {
+            Dispatch::Flexci { .. } => {
+                "      contents: read # read the FlexCI project list at the default branch\n"
+            }
+            Dispatch::Repository | Dispatch::None => "      {}\n",
+        }
+    }
+
+    /// The trigger's skip job steps after its App token (`steps.token`): for FlexCI, the
+    /// statuses CuPy's dispatcher sets when nothing is dispatched, on the commit the request
+    /// named (`needs.record.outputs.head_sha`), and the external targets' dispatch. `install`
+    /// installs vouch.
+    pub(crate) fn skip_steps(&self, install: &str) -> String {
+        let Dispatch::Flexci { projects, uri, .. } = self else {
+            return String::new();
+        };
+        let mut text = install.to_owned();
+        text.push_str(&projects_step(projects));
+        text.push_str(&fill(
+            r#"      - name: FlexCI statuses (nothing is dispatched)
+        env:
+          GH_TOKEN: ${{ steps.token.outputs.token }}
+          REPO: ${{ github.repository }}
+          HEAD_SHA: ${{ needs.record.outputs.head_sha }}
+        run: |
+          @@TOKEN_TO_FILE@@
+          # No --password-file: a request that would dispatch fails here instead.
+          vouch dispatch flexci --event issue_comment --webhook "$GITHUB_EVENT_PATH"             --projects "$RUNNER_TEMP/projects.json" --token-file "$tok" --repo "$REPO"             --commit "$HEAD_SHA"@@FLAGS@@
+"#,
+            &[
+                ("TOKEN_TO_FILE", TOKEN_TO_FILE),
+                ("FLAGS", &self.flexci_flags(uri)),
+            ],
+        ));
+        if self.has_external() {
+            text.push_str(&fill(
+                r#"      - name: External test repository
+        id: external
+        if: needs.record.outputs.skip == 'external'
+        env:
+          EXTERNAL_REPO: ${{ vars.VOUCH_EXTERNAL_TEST_REPO }}
+        run: |
+          if ! [[ "$EXTERNAL_REPO" =~ ^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$ ]]; then
+            echo "::error::vars.VOUCH_EXTERNAL_TEST_REPO must be OWNER/NAME"
+            exit 1
+          fi
+          echo "owner=${EXTERNAL_REPO%%/*}" >> "$GITHUB_OUTPUT"
+          echo "name=${EXTERNAL_REPO#*/}" >> "$GITHUB_OUTPUT"
+      - name: GitHub App token for the external test repository
+        id: external-token
+        if: needs.record.outputs.skip == 'external'
+        uses: @@CREATE_APP_TOKEN@@
+        with:
+          client-id: ${{ vars.VOUCH_APP_CLIENT_ID }}
+          private-key: ${{ secrets.VOUCH_APP_PRIVATE_KEY }}
+          owner: ${{ steps.external.outputs.owner }}
+          repositories: ${{ steps.external.outputs.name }}
+          permission-contents: write
+      - name: Send the external targets (repository_dispatch)
+        if: needs.record.outputs.skip == 'external'
+        env:
+          GH_TOKEN: ${{ steps.external-token.outputs.token }}
+          EXTERNAL_REPO: ${{ vars.VOUCH_EXTERNAL_TEST_REPO }}
+          SOURCE_REPO: ${{ github.repository }}
+          RUN_ID: ${{ github.run_id }}
+          HEAD_SHA: ${{ needs.record.outputs.head_sha }}
+          PR_NUMBER: ${{ github.event.issue.number }}
+          COMMENT_ID: ${{ github.event.comment.id }}
+          TARGETS: ${{ needs.record.outputs.targets }}
+        run: |
+          # The commit the comment named and the record job checked: the farm tests exactly it.
+          jq -n --arg repository "$SOURCE_REPO" --arg run_id "$RUN_ID" --arg head_sha "$HEAD_SHA"             --arg pr "$PR_NUMBER" --arg comment "$COMMENT_ID" --arg targets "$TARGETS"             '{repository: $repository, run_id: ($run_id | tonumber), event: "issue_comment",
+              head_sha: $head_sha, pr: ($pr | tonumber), comment_id: ($comment | tonumber),
+              targets: ($targets | split(",") | map(gsub("^ +| +$"; "")))}'             > "$RUNNER_TEMP/payload.json"
+          @@TOKEN_TO_FILE@@
+          vouch dispatch repository --repo "$EXTERNAL_REPO" --token-file "$tok"             --event-type vouch-external-test --payload-file "$RUNNER_TEMP/payload.json"
+"#,
+                &[
+                    ("CREATE_APP_TOKEN", &CREATE_APP_TOKEN.uses()),
+                    ("TOKEN_TO_FILE", TOKEN_TO_FILE),
+                ],
+            ));
+        }
+        text
+    }
+
+    fn flexci_flags(&self, uri: &Option<String>) -> String {
+        let mut flags = String::new();
+        if let Some(u) = uri {
+            flags.push_str(&format!(" --flexci-uri '{u}'"));
+        }
+        if let Dispatch::Flexci { external_tags, .. } = self {
+            for t in external_tags {
+                flags.push_str(&format!(" --external-tag '{t}'"));
+            }
+        }
+        flags
+    }
+
     /// The steps that announce the build. For [`Announcer::PrSign`] the recorded request is
     /// in `$RUNNER_TEMP/request` (written by `vouch pr-run pin` just before).
     pub(crate) fn steps(&self, who: Announcer) -> String {
         match self {
             Dispatch::None => String::new(),
-            Dispatch::Flexci {
-                projects,
-                external_tags,
-                uri,
-            } => {
-                let (event, webhook) = match who {
-                    Announcer::PushBuild => ("push", "$GITHUB_EVENT_PATH"),
-                    Announcer::PrSign => ("issue_comment", "$RUNNER_TEMP/request/event.json"),
+            Dispatch::Flexci { projects, uri, .. } => {
+                let (event, webhook, commit) = match who {
+                    Announcer::PushBuild => ("push", "$GITHUB_EVENT_PATH", "${{ github.sha }}"),
+                    Announcer::PrSign => (
+                        "issue_comment",
+                        "$RUNNER_TEMP/request/event.json",
+                        "${{ github.event.workflow_run.head_sha }}",
+                    ),
                 };
-                let mut flags = String::new();
-                if let Some(u) = uri {
-                    flags.push_str(&format!(" --flexci-uri '{u}'"));
-                }
-                for t in external_tags {
-                    flags.push_str(&format!(" --external-tag '{t}'"));
-                }
-                fill(
-                    r#"      - name: FlexCI projects (at the trusted commit)
-        env:
-          GH_TOKEN: ${{ github.token }}
-          REPO: ${{ github.repository }}
-          SHA: ${{ github.sha }}
-          PROJECTS: '@@PROJECTS@@'
-        run: |
-          gh api -H 'Accept: application/vnd.github.raw' \
-            "repos/$REPO/contents/$PROJECTS?ref=$SHA" > "$RUNNER_TEMP/projects.json"
+                projects_step(projects)
+                    + &fill(
+                        r#"      - name: GitHub App token for the commit statuses
+        id: statuses-token
+        uses: @@CREATE_APP_TOKEN@@
+        with:
+          client-id: ${{ vars.VOUCH_APP_CLIENT_ID }}
+          private-key: ${{ secrets.VOUCH_APP_PRIVATE_KEY }}
+          permission-statuses: write
       - name: Dispatch to FlexCI
         env:
           FLEXCI_WEBHOOK_SECRET: ${{ secrets.FLEXCI_WEBHOOK_SECRET }}
+          GH_TOKEN: ${{ steps.statuses-token.outputs.token }}
+          REPO: ${{ github.repository }}
+          COMMIT: @@COMMIT@@
         run: |
           secret="$RUNNER_TEMP/flexci-secret"
-          trap 'rm -f "$secret"' EXIT
+          @@TOKEN_TO_FILE@@
+          trap 'rm -f "$secret" "$tok"' EXIT
           (umask 077 && printf '%s' "$FLEXCI_WEBHOOK_SECRET" > "$secret")
           unset FLEXCI_WEBHOOK_SECRET
+          # Then the statuses CuPy's dispatcher sets, on this commit: the dashboard, and
+          # "Skipped" for each project not dispatched.
           vouch dispatch flexci --event @@EVENT@@ --webhook "@@WEBHOOK@@" \
-            --projects "$RUNNER_TEMP/projects.json" --password-file "$secret"@@FLAGS@@
+            --projects "$RUNNER_TEMP/projects.json" --password-file "$secret" \
+            --token-file "$tok" --repo "$REPO" --commit "$COMMIT"@@FLAGS@@
 "#,
-                    &[
-                        ("PROJECTS", projects),
-                        ("EVENT", event),
-                        ("WEBHOOK", webhook),
-                        ("FLAGS", &flags),
-                    ],
-                )
+                        &[
+                            ("CREATE_APP_TOKEN", &CREATE_APP_TOKEN.uses()),
+                            ("TOKEN_TO_FILE", TOKEN_TO_FILE),
+                            ("COMMIT", commit),
+                            ("EVENT", event),
+                            ("WEBHOOK", webhook),
+                            ("FLAGS", &self.flexci_flags(uri)),
+                        ],
+                    )
             }
             Dispatch::Repository => {
                 let (run, event, sha, pr) = match who {
@@ -235,6 +376,25 @@ impl Dispatch {
             }
         }
     }
+}
+
+/// The FlexCI project list, read at the run's commit: the default branch's (or a push's
+/// own) copy, never a pull request's: the list says which contexts a skip marks green and
+/// which projects a request reaches, and a pull request must not redefine either.
+fn projects_step(projects: &str) -> String {
+    fill(
+        r#"      - name: FlexCI projects (at the trusted commit)
+        env:
+          GH_TOKEN: ${{ github.token }}
+          REPO: ${{ github.repository }}
+          SHA: ${{ github.sha }}
+          PROJECTS: '@@PROJECTS@@'
+        run: |
+          gh api -H 'Accept: application/vnd.github.raw' \
+            "repos/$REPO/contents/$PROJECTS?ref=$SHA" > "$RUNNER_TEMP/projects.json"
+"#,
+        &[("PROJECTS", projects)],
+    )
 }
 
 #[cfg(test)]

@@ -114,6 +114,10 @@ pub const VARIABLES: &[(&str, &str)] = &[
         "VOUCH_TEST_FARM_REPO",
         "OWNER/NAME of the test farm's repository (dispatch mode `repository`)",
     ),
+    (
+        "VOUCH_EXTERNAL_TEST_REPO",
+        "OWNER/NAME of the repository that runs the targets FlexCI does not (`external_tags`, e.g. CuPy's ROCm CI cupy/self-hosted-ci): a `/test` of only such targets is sent there by repository_dispatch (dispatch mode `flexci`)",
+    ),
 ];
 
 /// Secrets the workflows read, where each must live, and what for.

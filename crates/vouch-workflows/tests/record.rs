@@ -210,7 +210,7 @@ fn a_named_head_that_is_still_the_head_is_recorded() {
         let gh = FakeGithub::start(w.store.clone(), TOKEN);
         let r = w.record(&gh, &format!("/test mini @{named}"), MAINTAINER);
         assert!(r.ok, "{}\n{}", r.stdout, r.stderr);
-        assert_eq!(r.outputs, format!("head_sha={H1}\n"));
+        assert_eq!(r.outputs, format!("head_sha={H1}\nskip=\n"));
         let req = r.request.expect("request.json");
         assert_eq!(req["head_sha"], H1);
         assert_eq!(req["author"], MAINTAINER);
@@ -241,4 +241,48 @@ fn issue_31_a_member_without_write_access_records_nothing() {
             r.stdout
         );
     }
+}
+
+/// Issue 32: `/test skip` and `/test force-skip` alone, or only targets another CI serves
+/// (CuPy's `external_tags`, ROCm's among them), are recorded (so they supersede an earlier
+/// request for the head) with `skip` set, which keeps the label job, and so the build, from
+/// running; anything else is a build. The named commit is held to the head as for any request.
+#[test]
+fn issue_32_requests_that_build_nothing() {
+    let cases: &[(&str, &str)] = &[
+        ("/test skip", "skip=skip\n"),
+        ("/test force-skip", "skip=force-skip\n"),
+        ("/test  skip ", "skip=skip\n"),
+        ("/test rocm", "targets=rocm\nskip=external\n"),
+        (
+            "/test jenkins, rocm",
+            "targets=jenkins, rocm\nskip=external\n",
+        ),
+        ("/test mini,rocm", "skip=\n"),
+        ("/test skip,mini", "skip=\n"),
+        ("/test rocm,", "skip=\n"),
+        ("/test skipped", "skip=\n"),
+    ];
+    for (line, want) in cases {
+        let w = World::new();
+        let gh = FakeGithub::start(w.store.clone(), TOKEN);
+        let r = w.record(&gh, &format!("{line} @{H1}"), MAINTAINER);
+        assert!(r.ok, "{line}: {}\n{}", r.stdout, r.stderr);
+        let mut got: Vec<&str> = r.outputs.lines().collect();
+        let mut expected: Vec<String> = format!("head_sha={H1}\n{want}")
+            .lines()
+            .map(str::to_owned)
+            .collect();
+        got.sort_unstable();
+        expected.sort_unstable();
+        assert_eq!(got, expected, "{line}");
+        assert!(r.request.is_some(), "{line}: recorded");
+    }
+    // A skip names its commit like any request: a head pushed after it is not skipped.
+    let w = World::new();
+    let gh = FakeGithub::start(w.store.clone(), TOKEN);
+    w.set_head(H2);
+    let r = w.record(&gh, &format!("/test skip @{}", &H1[..16]), MAINTAINER);
+    assert!(r.ok && r.outputs.is_empty() && r.request.is_none());
+    assert_eq!(gh.comments().len(), 1);
 }

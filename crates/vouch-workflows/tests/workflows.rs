@@ -920,7 +920,11 @@ fn explain_fork_pr_test_details() {
     let sign = job(&x, "vouch-sign.yml", "sign");
     assert!(sign.oidc && !sign.runs_pr_code && sign.secrets.is_empty());
     let dispatch = job(&x, "vouch-sign.yml", "dispatch");
-    assert_eq!(dispatch.secrets, ["FLEXCI_WEBHOOK_SECRET"]);
+    // The App's key mints the token the FlexCI statuses are set with (issue 32).
+    assert_eq!(
+        dispatch.secrets,
+        ["FLEXCI_WEBHOOK_SECRET", "VOUCH_APP_PRIVATE_KEY"]
+    );
     assert!(!dispatch.oidc);
     // The label is set with the App token, from the trusted environment.
     let label = job(&x, "vouch-trigger.yml", "label");
@@ -1020,7 +1024,7 @@ fn explain_push_signs_and_dispatches_in_run() {
     );
     assert_eq!(
         job(&x, "vouch-build.yml", "dispatch").secrets,
-        ["FLEXCI_WEBHOOK_SECRET"]
+        ["FLEXCI_WEBHOOK_SECRET", "VOUCH_APP_PRIVATE_KEY"]
     );
     // The sign workflow starts for the push build's completion but signs nothing.
     let sign = x
@@ -1583,4 +1587,118 @@ fn issue32_a_pull_requests_build_checks_out_the_vouched_head() {
             "{job}: checks out what the signer records as built"
         );
     }
+}
+
+fn deleted(git_ref: &str) -> Scenario {
+    let mut s = push(git_ref);
+    s.deleted = true;
+    s
+}
+
+/// Issue 32: CuPy's `/test` vocabulary and push rules, event by event. Each scenario's jobs,
+/// and (snapshot) what each runs and posts.
+#[test]
+fn issue_32_explain_skip_force_skip_rocm_and_branch_deletion() {
+    let skip_flow: &[&str] = &["vouch-trigger.yml:record", "vouch-trigger.yml:skip"];
+    let mut skip_ci = push("refs/heads/main");
+    skip_ci.skip_ci = true;
+    let mut skip_ci_tag = push("refs/tags/v14.0.0");
+    skip_ci_tag.skip_ci = true;
+    // Flows the issue leaves as they were, taken from their plain scenarios.
+    let push_flow = run(&push("refs/tags/v14.0.0")).ran();
+    let push_flow: Vec<&str> = push_flow.iter().map(String::as_str).collect();
+    let build_flow = run(&comment("/test mini @1111111111111111", "MEMBER", true)).ran();
+    let build_flow: Vec<&str> = build_flow.iter().map(String::as_str).collect();
+    // What a push that builds nothing runs: the request job decides, the summary reports.
+    let nothing: &[&str] = &["vouch-build.yml:request", "vouch-build.yml:vouch-build-ok"];
+    let cases: Vec<(&str, Scenario, &[&str])> = vec![
+        (
+            "skip",
+            comment("/test skip @1111111111111111", "MEMBER", true),
+            skip_flow,
+        ),
+        (
+            "force-skip",
+            comment("/test force-skip @1111111111111111", "MEMBER", false),
+            skip_flow,
+        ),
+        (
+            "rocm",
+            comment("/test rocm @1111111111111111", "MEMBER", true),
+            skip_flow,
+        ),
+        // A FlexCI target beside ROCm builds (CuPy's dispatcher then finds no project).
+        (
+            "mini,rocm",
+            comment("/test mini,rocm @1111111111111111", "MEMBER", true),
+            &build_flow,
+        ),
+        // A skip that names no commit, or a moved head, is not recorded: nothing is posted.
+        (
+            "skip without a commit",
+            comment("/test skip", "MEMBER", false),
+            &["vouch-trigger.yml:record"],
+        ),
+        ("branch deletion", deleted("refs/heads/hotfix-1"), nothing),
+        ("skip-ci merge", skip_ci, nothing),
+        ("skip-ci on a release tag", skip_ci_tag, &push_flow),
+    ];
+    let mut shown = String::new();
+    for (what, scenario, expected) in &cases {
+        let x = run(scenario);
+        assert_eq!(x.ran(), *expected, "{what}:\n{}", render_text(&x));
+        invariants(what, &x);
+        if ["skip", "force-skip", "rocm", "branch deletion"].contains(what) {
+            shown.push_str(&format!("=== {what}\n{}\n", render_text(&x)));
+        }
+    }
+    // Nothing is built or signed for a skip; the build in flight is cancelled.
+    let x = run(&comment("/test skip @1111111111111111", "MEMBER", true));
+    let skip = job(&x, "vouch-trigger.yml", "skip");
+    assert!(skip.effects[0].contains("cancelling a build in flight"));
+    assert!(!skip.runs_pr_code && !skip.oidc);
+    assert_eq!(skip.secrets, ["VOUCH_APP_PRIVATE_KEY"]);
+    // A backport bot copies ci:triggered onto a new pull request: no request was recorded for
+    // it, so nothing is built or signed (the label is never trusted alone).
+    let x = run(&labeled("ci:triggered"));
+    assert!(
+        !x.ran()
+            .iter()
+            .any(|j| j.contains(":build-") || j.ends_with(":sign") || j.contains("dispatch")),
+        "{}",
+        render_text(&x)
+    );
+    assert!(job(&x, "vouch-build.yml", "request").effects[0].contains("no /test recorded"));
+    insta::assert_snapshot!("explain-issue-32", shown);
+}
+
+/// Issue 32: the skip job joins the pull request's build group with cancel-in-progress (so a
+/// skip cancels a build in flight), and the label job never runs for a skip.
+#[test]
+fn issue_32_the_skip_job_cancels_the_build_and_the_label_waits_for_a_build() {
+    let trigger = file("vouch-trigger.yml");
+    let doc = &yaml_rust2::YamlLoader::load_from_str(&trigger.contents).unwrap()[0];
+    let skip = &doc["jobs"]["skip"];
+    assert_eq!(
+        skip["concurrency"]["group"].as_str(),
+        Some("vouch-build-pr-${{ github.event.issue.number }}")
+    );
+    assert_eq!(
+        skip["concurrency"]["cancel-in-progress"].as_bool(),
+        Some(true)
+    );
+    assert!(
+        doc["jobs"]["label"]["if"]
+            .as_str()
+            .unwrap()
+            .contains("needs.record.outputs.skip == ''")
+    );
+    // The statuses go on the commit the request named, never on the pull request's head.
+    let text = job_text(&trigger, "skip");
+    assert!(text.contains("--commit \"$HEAD_SHA\""), "{text}");
+    assert!(text.contains("HEAD_SHA: ${{ needs.record.outputs.head_sha }}"));
+    assert!(
+        !text.contains("--password-file \"$"),
+        "a skip sends no webhook"
+    );
 }

@@ -50,6 +50,10 @@ pub struct Scenario {
     /// A new head is pushed after the comment and before the record job reads the pull
     /// request (the race a named commit closes).
     pub pushed_after_comment: bool,
+    /// The push deletes its branch (`deleted: true`, `after` all zeros).
+    pub deleted: bool,
+    /// The push merged a pull request labelled `skip-ci`.
+    pub skip_ci: bool,
 }
 
 /// The head a scenario's pull request has when its event comes.
@@ -71,6 +75,8 @@ impl Scenario {
             previously_tested: false,
             head_branch: "feature".into(),
             pushed_after_comment: false,
+            deleted: false,
+            skip_ci: false,
         }
     }
 
@@ -382,6 +388,8 @@ struct State {
     pr: u64,
     head: String,
     request_recorded: bool,
+    /// What the recorded request builds instead (`skip`, `force-skip`, `external`).
+    skip: Option<String>,
     /// A build job ran in the chain: the build run has unsigned artifacts to sign.
     built: bool,
     next_run: u64,
@@ -425,6 +433,37 @@ fn has_test_line(script: &str, body: &str) -> bool {
         return false;
     };
     body.replace('\r', "").lines().any(|l| re.is_match(l))
+}
+
+/// What a recorded request builds instead of wheels, as the record job's script decides it:
+/// the targets of its first `/test` line (the named commit dropped) matched against the
+/// `[[ "$targets" =~ <ERE> ]]` test read from the script (`skip`, `force-skip`), else
+/// `external` when every comma-separated target is in the script's `external=",...,"` list.
+fn skip_of(script: &str, body: &str) -> Option<String> {
+    let pattern = script
+        .split(r#"[[ "$targets" =~ "#)
+        .nth(1)?
+        .split(" ]]")
+        .next()?;
+    let body = body.replace('\r', "");
+    let line = body.lines().find(|l| {
+        l.strip_prefix("/test")
+            .is_some_and(|r| r.is_empty() || r.starts_with([' ', '\t']))
+    })?;
+    let mut words: Vec<&str> = line.split_whitespace().skip(1).collect();
+    if words.last().is_some_and(|w| w.starts_with('@')) {
+        words.pop();
+    }
+    let targets = words.join(" ");
+    if let Some(c) = regex::Regex::new(pattern).ok()?.captures(&targets) {
+        return Some(c.get(1).map_or(&targets[..], |m| m.as_str()).to_owned());
+    }
+    let external = script.split("external=\",").nth(1)?.split(",\"").next()?;
+    let external: Vec<&str> = external.split(',').collect();
+    let all = targets
+        .split(',')
+        .all(|t| !t.trim().is_empty() && external.contains(&t.trim()));
+    all.then(|| "external".to_owned())
 }
 
 /// Whether the record job records the comment's request: its first `/test` line must name
@@ -490,6 +529,14 @@ fn job_effects(
                     "records the request as artifact {REQUEST_ARTIFACT_PREFIX}{}-{} (default-branch run)",
                     st.pr, st.head
                 ));
+                let skip = skip_of(&job.scripts, sc.comment.as_deref().unwrap_or(""));
+                if let Some(skip) = &skip {
+                    notes.push(format!(
+                        "`{skip}`: builds nothing; as the newest request for this head it supersedes an earlier one (the signer refuses a build of either)"
+                    ));
+                }
+                outputs.insert("skip".into(), skip.clone().unwrap_or_default());
+                st.skip = skip;
                 if job.scripts.contains(crate::audit::GRANT_COMMAND) {
                     notes.push(format!(
                         "grants pull request #{} its own cache user vouch-pr-{} (writes pr/{} only, until the TTL) and adds its password to the record",
@@ -514,6 +561,35 @@ fn job_effects(
                 "removes and sets {TRIGGER_LABEL} with the App token"
             ));
         }
+        (TRIGGER_FILE, "skip") => {
+            let skip = st.skip.clone().unwrap_or_default();
+            notes.push(format!(
+                "joins group {PR_BUILD_GROUP}{} with cancel-in-progress, cancelling a build in flight; nothing is built",
+                st.pr
+            ));
+            if skip != "external" {
+                notes.push(format!(
+                    "posts {} success (\"/test {skip} by <author>: nothing built or signed\") on the named commit {} with the GitHub App's token",
+                    crate::REQUIRED_STATUS,
+                    st.head
+                ));
+            }
+            if job.scripts.contains("vouch dispatch flexci") {
+                notes.push(format!(
+                    "posts on {} with the App's token: pfn-public-ci (dashboard) success; pfn-public-ci/<project> success \"Skipped\" for each project of the default branch's list that has no status yet",
+                    st.head
+                ));
+                if skip == "force-skip" {
+                    notes.push("force-skip: each project status that is not success becomes success \"❌ <description> (force-skip)\", a comment lists them, and pfn-public-ci (force-skip) is set to failure".into());
+                }
+                if skip == "external" {
+                    notes.push(format!(
+                        "sends the targets to vars.VOUCH_EXTERNAL_TEST_REPO by repository_dispatch (event vouch-external-test, head_sha {}, with the App's token); FlexCI's projects are marked Skipped",
+                        st.head
+                    ));
+                }
+            }
+        }
         (TRIGGER_FILE, "hygiene") => {
             st.request_recorded = false;
             events.push(Event {
@@ -529,8 +605,31 @@ fn job_effects(
                 st.pr
             ));
         }
+        (BUILD_FILE, "request") if event.name == "push" => {
+            let branch = sc
+                .git_ref
+                .as_deref()
+                .unwrap_or("")
+                .starts_with("refs/heads/");
+            let guarded = |test: &str| job.scripts.contains(test);
+            let why_not = if sc.deleted && guarded(crate::render::push_guard::DELETION_TEST) {
+                Some("a branch deletion: nothing to build (its run would get the default branch's commit)".to_owned())
+            } else if sc.skip_ci
+                && branch
+                && guarded(&format!("'{}'", crate::render::push_guard::SKIP_CI_LABEL))
+            {
+                Some(format!(
+                    "the merged pull request is labelled {}: nothing to build",
+                    crate::render::push_guard::SKIP_CI_LABEL
+                ))
+            } else {
+                None
+            };
+            outputs.insert("build".into(), why_not.is_none().to_string());
+            notes.push(why_not.unwrap_or_else(|| "something to build".into()));
+        }
         (BUILD_FILE, "request") => {
-            let build = event.name == "push" || st.request_recorded;
+            let build = st.request_recorded;
             outputs.insert("build".into(), build.to_string());
             notes.push(if build {
                 "something to build".into()
@@ -652,6 +751,7 @@ pub fn explain(files: &[GeneratedFile], scenario: &Scenario) -> Result<Explanati
         pr: 1,
         head: EXAMPLE_HEAD.into(),
         request_recorded: false,
+        skip: None,
         built: false,
         next_run: 100,
     };
@@ -916,7 +1016,12 @@ fn event_payload(sc: &Scenario, ev: &Event, st: &State, run_event: &str) -> Valu
                 "repository": repository,
             })
         }
-        _ => json!({"ref": sc.git_ref, "repository": repository}),
+        _ => json!({
+            "ref": sc.git_ref,
+            "deleted": sc.deleted,
+            "after": if sc.deleted { "0".repeat(40) } else { st.head.clone() },
+            "repository": repository,
+        }),
     }
 }
 
@@ -948,6 +1053,12 @@ pub fn render_text(x: &Explanation) -> String {
     }
     if let Some(r) = &sc.git_ref {
         let _ = write!(head, ", ref {r}");
+    }
+    if sc.deleted {
+        head.push_str(", deleting the branch");
+    }
+    if sc.skip_ci {
+        head.push_str(", merging a pull request labelled skip-ci");
     }
     if sc.event != "push" {
         head.push_str(if sc.fork {

@@ -312,7 +312,7 @@ jobs:
     timeout-minutes: 5
     permissions:
       actions: read # look up the request artifact
-    outputs:
+@@PUSH_PERMISSION@@    outputs:
       build: ${{ steps.find.outputs.build }}
       # The newest record of the request: its artifact and the trigger run that uploaded it.
       artifact_id: ${{ steps.find.outputs.artifact_id }}
@@ -328,12 +328,8 @@ jobs:
           DEFAULT_BRANCH: ${{ github.event.repository.default_branch }}
           PR_NUMBER: ${{ github.event.pull_request.number }}
           HEAD_SHA: ${{ github.event.pull_request.head.sha }}
-        run: |
-          if [ "$EVENT" = push ]; then
-            echo "build=true" >> "$GITHUB_OUTPUT"
-            exit 0
-          fi
-          # Not a security boundary (the sign workflow checks again, from the default branch):
+@@PUSH_ENV@@        run: |
+@@PUSH_GUARD@@          # Not a security boundary (the sign workflow checks again, from the default branch):
           # it keeps a label set by hand, or a head that moved, from starting a build. The
           # newest record is the one a build uses (with the Redis cache, each /test grants the
           # pull request's cache user a new password).
@@ -543,6 +539,9 @@ jobs:
 "#,
         &[
             ("BUILD_JOBS", &build_jobs),
+            ("PUSH_GUARD", &super::push_guard::script()),
+            ("PUSH_ENV", super::push_guard::ENV),
+            ("PUSH_PERMISSION", super::push_guard::PERMISSION),
             ("VOUCH_JOBS", &vouch_jobs),
             ("PLAN_NEEDS", &tools_needs(&["request"])),
             (

@@ -11,6 +11,7 @@
 //! dispatched from the default branch). Pieces more than one of them use live here.
 
 pub(crate) mod build;
+pub(crate) mod push_guard;
 pub(crate) mod sign;
 pub(crate) mod trigger;
 

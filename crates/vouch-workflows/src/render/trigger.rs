@@ -13,6 +13,10 @@ const TEST_LINE: &str = "^/test([[:blank:]].*)?$";
 /// building one would sign wheels no test farm ever receives. The commit (`@<sha>`) is not a
 /// target.
 const TEST_LINE_WITH_TARGETS: &str = "^/test[[:blank:]]+[^[:blank:]@].*$";
+/// The targets of a `/test` line (its words but the named commit) that build nothing: CuPy's
+/// `/test skip` and `/test force-skip`, alone on the line. The record job matches them with
+/// this ERE (and `explain` reads it back from the script).
+pub const SKIP_TARGETS: &str = "^(skip|force-skip)$";
 /// The fewest hex digits a `/test` line must name its commit with; the signer holds requests
 /// to the same number (`vouch_prrun::MIN_NAMED_DIGITS`, which says why it is not 7).
 pub const MIN_NAMED_DIGITS: usize = 16;
@@ -43,6 +47,70 @@ fn grant(v: &Vars<'_>) -> [String; 5] {
     ]
 }
 
+/// The job a request that builds nothing runs instead of the label (see the file's header).
+fn skip_job(v: &Vars<'_>) -> String {
+    let dispatch = &v.opts.dispatch;
+    let flexci = matches!(dispatch, crate::Dispatch::Flexci { .. });
+    fill(
+        r#"  skip:
+    name: /test skip (nothing is built)
+    needs: record
+    if: needs.record.outputs.skip != ''
+    runs-on: ubuntu-24.04
+    timeout-minutes: @@TIMEOUT@@
+    # The build's group: queueing here cancels a build of this pull request still in flight,
+    # which the skip supersedes (the signer refuses it too: the skip is the newest request).
+    concurrency:
+      group: @@PR_GROUP@@${{ github.event.issue.number }}
+      cancel-in-progress: true
+    # The App key lives in this environment (default and push branches only).
+    environment: @@ENVIRONMENT@@
+    permissions:
+@@PERMISSIONS@@    steps:
+      - name: GitHub App token
+        id: token
+        uses: @@CREATE_APP_TOKEN@@
+        with:
+          client-id: ${{ vars.VOUCH_APP_CLIENT_ID }}
+          private-key: ${{ secrets.VOUCH_APP_PRIVATE_KEY }}
+          permission-statuses: write
+          permission-pull-requests: write # force-skip's comment
+      - name: Commit status @@STATUS@@ on the named commit
+        if: needs.record.outputs.skip != 'external'
+        env:
+          GH_TOKEN: ${{ steps.token.outputs.token }}
+          REPO: ${{ github.repository }}
+          HEAD_SHA: ${{ needs.record.outputs.head_sha }}
+          SKIP: ${{ needs.record.outputs.skip }}
+          AUTHOR: ${{ github.event.comment.user.login }}
+          RUN_URL: ${{ github.server_url }}/${{ github.repository }}/actions/runs/${{ github.run_id }}
+          CONTEXT: '@@STATUS@@'
+        run: |
+          # A writer skipped the tests of this commit: nothing is built or signed for it.
+          gh api --method POST "repos/$REPO/statuses/$HEAD_SHA" -f state=success \
+            -f context="$CONTEXT" -f description="/test $SKIP by $AUTHOR: nothing built or signed" \
+            -f target_url="$RUN_URL" --silent
+@@STEPS@@
+"#,
+        &[
+            (
+                "TIMEOUT",
+                if flexci { "45" } else { "5" }, // installing vouch from source takes minutes
+            ),
+            ("PR_GROUP", PR_BUILD_GROUP),
+            ("ENVIRONMENT", TRUSTED_ENVIRONMENT),
+            ("PERMISSIONS", dispatch.skip_permissions()),
+            ("CREATE_APP_TOKEN", &CREATE_APP_TOKEN.uses()),
+            ("STATUS", crate::REQUIRED_STATUS),
+            // No cache: this is an issue_comment run, in the default branch's scope.
+            (
+                "STEPS",
+                &dispatch.skip_steps(&v.install().steps_uncached("python3", "success()")),
+            ),
+        ],
+    )
+}
+
 pub(crate) fn render(v: &Vars<'_>) -> String {
     let [
         grant_steps,
@@ -56,6 +124,22 @@ pub(crate) fn render(v: &Vars<'_>) -> String {
         (TEST_LINE_WITH_TARGETS, "`/test <targets> @<sha>`")
     } else {
         (TEST_LINE, "`/test @<sha>` or `/test <targets> @<sha>`")
+    };
+    let external = v.opts.dispatch.has_external();
+    let external_text = if external {
+        ", or only external targets"
+    } else {
+        ""
+    };
+    let external_header = if external {
+        ", or `/test <targets> @<sha>` whose\n#   targets are all `external_tags` (another CI's, e.g. ROCm),"
+    } else {
+        ""
+    };
+    let skip_posts = if flexci {
+        "vouch/pr-build success (not for external\n#   targets); `pfn-public-ci (dashboard)`, and `pfn-public-ci/<project>` \"Skipped\" for every\n#   project of the default branch's list without a status (force-skip: also over each that is\n#   not success, with a comment listing them and `pfn-public-ci (force-skip)` failure), as\n#   CuPy's dispatcher; external targets go to vars.VOUCH_EXTERNAL_TEST_REPO by\n#   repository_dispatch (event vouch-external-test), naming that commit."
+    } else {
+        "vouch/pr-build success."
     };
     let associations = v
         .opts
@@ -89,6 +173,10 @@ pub(crate) fn render(v: &Vars<'_>) -> String {
 # - label: sets @@LABEL@@ again with a GitHub App token (an event caused by GITHUB_TOKEN
 #   starts no workflow, and re-adding a present label causes no event), which starts
 #   @@BUILD_FILE@@ for that head.
+# - skip: `/test skip @<sha>` or `/test force-skip @<sha>`@@EXTERNAL_HEADER@@ builds nothing. It
+#   joins the build's concurrency group (cancelling a build of the pull request in flight),
+#   and sets, with the GitHub App's token, on the named commit (never on whatever the head is
+#   by then): @@SKIP_POSTS@@
 # - hygiene: a new head (synchronize) or a reopened pull request loses the label, and joins
 #   the build's concurrency group to cancel a build in flight: the label vouched for the
 #   head that was tested, not for every later push.
@@ -125,6 +213,7 @@ jobs:
       pull-requests: write # the pull request's head and base; the reply to a refused /test
     outputs:
       head_sha: ${{ steps.record.outputs.head_sha }}
+      skip: ${{ steps.record.outputs.skip }}
     steps:
       - name: Record the request
         id: record
@@ -202,8 +291,16 @@ jobs:
               comment_id: $ev[0].comment.id, author: $ev[0].comment.user.login,
               author_association: $ev[0].comment.author_association,
               recorded_by_run: ($run | tonumber)}' > request/request.json
-          echo "recorded /test for #$PR_NUMBER at $head (named @$named)"
+          # A request that builds nothing (`skip`, `force-skip`@@EXTERNAL_TEXT@@) is recorded
+          # too: as the newest request for this head it supersedes an earlier one, so the
+          # signer refuses a build started before it.
+          skip=""
+          if [[ "$targets" =~ @@SKIP_TARGETS@@ ]]; then
+            skip=${BASH_REMATCH[1]}
+@@EXTERNAL_CHECK@@          fi
+          echo "recorded /test for #$PR_NUMBER at $head (named @$named)${skip:+; builds nothing ($skip)}"
           echo "head_sha=$head" >> "$GITHUB_OUTPUT"
+          echo "skip=$skip" >> "$GITHUB_OUTPUT"
 @@GRANT@@      - name: Upload the request
         if: steps.record.outputs.head_sha != ''
         uses: @@UPLOAD_ARTIFACT@@
@@ -217,7 +314,7 @@ jobs:
   label:
     name: label the pull request
     needs: record
-    if: needs.record.outputs.head_sha != ''
+    if: needs.record.outputs.head_sha != '' && needs.record.outputs.skip == ''
     runs-on: ubuntu-24.04
     timeout-minutes: 5
     concurrency:
@@ -251,7 +348,7 @@ jobs:
           gh api --method POST "repos/$REPO/issues/comments/$COMMENT_ID/reactions" \
             -f content=rocket --silent
 
-  hygiene:
+@@SKIP_JOB@@  hygiene:
     name: drop the label from a new head
     if: github.event_name == 'pull_request_target'
     runs-on: ubuntu-24.04
@@ -304,6 +401,12 @@ jobs:
             ("INSTALL_ENV", &install_env),
             ("GRANT_TEXT", &grant_text),
             ("UPLOAD_ARTIFACT", &UPLOAD_ARTIFACT.uses()),
+            ("SKIP_JOB", &skip_job(v)),
+            ("SKIP_TARGETS", SKIP_TARGETS),
+            ("EXTERNAL_CHECK", &v.opts.dispatch.external_check()),
+            ("EXTERNAL_TEXT", external_text),
+            ("EXTERNAL_HEADER", external_header),
+            ("SKIP_POSTS", skip_posts),
         ],
     )
 }
