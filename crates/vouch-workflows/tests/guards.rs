@@ -223,6 +223,12 @@ fn the_sha256_check_refuses_a_binary_its_builder_did_not_report() {
             );
         } else {
             assert!(out.contains("::error::"), "{out}");
+            let why = if sha.len() == 64 {
+                "the job that built it reported"
+            } else {
+                "reported no sha256"
+            };
+            assert!(out.contains(why), "{sha:?}: {out}");
             assert!(!out.contains("vouch 0.0.0-test"), "ran it: {out}");
             assert_eq!(on_path, "", "put on PATH");
         }
@@ -333,6 +339,21 @@ fn the_sdist_job_fetches_submodules_and_refuses_a_checkout_without_them() {
     assert!(ok, "{out}");
     assert!(out.contains("third_party/sub"), "{out}");
 
+    // A path .gitmodules declares that git does not track as a submodule (so `git submodule
+    // status` is silent about it), left empty: refused by the directory check alone.
+    let gitmodules = std::fs::read_to_string(bare.join(".gitmodules")).unwrap();
+    std::fs::write(
+        bare.join(".gitmodules"),
+        format!(
+            "{gitmodules}[submodule \"ghost\"]\n\tpath = third_party/ghost\n\turl = ../ghost\n"
+        ),
+    )
+    .unwrap();
+    let (ok, out) = bash(&bare, &check, &[]);
+    assert!(!ok, "{out}");
+    assert!(out.contains("empty: third_party/ghost"), "{out}");
+    std::fs::write(bare.join(".gitmodules"), gitmodules).unwrap();
+
     // A submodule at another commit than the tree records is refused too.
     std::fs::write(bare.join("third_party/sub/header.h"), "#pragma twice\n").unwrap();
     git(&bare.join("third_party/sub"), &["commit", "-qam", "moved"]);
@@ -439,7 +460,7 @@ fn build_jobs_guard_windows_and_free_threaded_cells() {
             assert_eq!(st[i]["if"].as_str(), Some("runner.os == 'Windows'"));
         }
         let free = at("Free disk space (hosted Linux runner, free-threaded Python)");
-        assert!(free < at(&format!("Build ${{{{ matrix.cell }}}}")), "{job}");
+        assert!(free < at("Build ${{ matrix.cell }}"), "{job}");
         let when = st[free]["if"].as_str().unwrap();
         for term in [
             "runner.os == 'Linux'",
