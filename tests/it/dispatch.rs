@@ -380,7 +380,7 @@ fn dispatch_cases() {
 
     ----- stderr -----
     requested tags: skip
-    `/test skip`: no project is dispatched (7 skipped); commit statuses are not set by vouch
+    `/test skip`: no project is dispatched (7 skipped)
 
     ===== "dry run"
     success: true

@@ -1701,4 +1701,19 @@ fn issue_32_the_skip_job_cancels_the_build_and_the_label_waits_for_a_build() {
         !text.contains("--password-file \"$"),
         "a skip sends no webhook"
     );
+    // The FlexCI project list is the default branch's (the run's own commit), never the head's:
+    // in the skip job and in both dispatch jobs.
+    for (f, id) in [
+        (&trigger, "skip"),
+        (&file("vouch-sign.yml"), "dispatch"),
+        (&file("vouch-build.yml"), "dispatch"),
+    ] {
+        let text = job_text(f, id);
+        assert!(
+            text.contains("          SHA: ${{ github.sha }}\n")
+                && text.contains("contents/$PROJECTS?ref=$SHA"),
+            "{}:{id}\n{text}",
+            f.name
+        );
+    }
 }
