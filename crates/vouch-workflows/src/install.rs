@@ -672,6 +672,62 @@ mod tests {
         assert!(e.contains("\"linux-64\""), "{e}");
     }
 
+    /// One builder per platform; the tool jobs share the linux-64 one only where its binary
+    /// runs on their runner (built in an image with an older glibc, or on that runner itself).
+    #[test]
+    fn builders_per_platform_and_for_the_tool_jobs() {
+        let m = |p: &str, runner: &str, image: Option<&str>| Machine {
+            platform: p.parse().unwrap(),
+            runner: runner.into(),
+            container: image.map(str::to_owned),
+        };
+        let ids = |b: &Builders| -> (Vec<String>, String) {
+            (
+                b.jobs.iter().map(|j| j.id.clone()).collect(),
+                b.tools().id.clone(),
+            )
+        };
+        let cases = [
+            (
+                vec![
+                    m("linux-64", "ubuntu-24.04", Some("img@sha256:0")),
+                    m("win-64", "windows-2022", None),
+                ],
+                (vec!["vouch-linux-64", "vouch-win-64"], "vouch-linux-64"),
+            ),
+            (
+                vec![m("linux-64", "ubuntu-24.04", None)],
+                (vec!["vouch-linux-64"], "vouch-linux-64"),
+            ),
+            (
+                vec![m("linux-64", "ubuntu-26.04", None)],
+                (vec!["vouch-linux-64", "vouch-tools"], "vouch-tools"),
+            ),
+            (
+                vec![m("win-64", "windows-2022", None)],
+                (vec!["vouch-win-64", "vouch-tools"], "vouch-tools"),
+            ),
+        ];
+        for (machines, (jobs, tools)) in cases {
+            let b = Builders::for_matrix(&machines);
+            assert_eq!(
+                ids(&b),
+                (
+                    jobs.iter().map(|s| s.to_string()).collect(),
+                    tools.to_owned()
+                )
+            );
+            let source = Install::Source {
+                git: DEFAULT_GIT.into(),
+                rev: "a".repeat(40),
+            };
+            // The matrix waits for the platforms' builders only, never for the tools' own.
+            let matrix = source.needs(&b, Consumer::Matrix);
+            assert!(!matrix.contains(&"vouch-tools".to_owned()), "{matrix:?}");
+            assert_eq!(matrix.len(), machines.len());
+        }
+    }
+
     #[test]
     fn values_are_checked() {
         let err = |spec: WorkflowsSpec| Install::from_spec(&spec).unwrap_err().to_string();
