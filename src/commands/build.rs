@@ -76,7 +76,7 @@ pub fn build(args: BuildArgs) -> anyhow::Result<ExitCode> {
     let mut options = options(&args)?;
     output::note(format!("building {}", args.source.display()));
     let cache = cache_setup(&args)?
-        .map(|setup| vouch_cell::RunningCache::start(setup, &mut options, &output::Terminal))
+        .map(|setup| vouch_cell::RunningCache::start(setup, None, &mut options, &output::Terminal))
         .transpose()?;
     let spinner = output::spinner(format!("building {}", args.source.display()));
     let built = vouch_build::build_wheel(&options)

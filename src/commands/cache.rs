@@ -154,7 +154,7 @@ pub fn run(cmd: CacheCommand) -> anyhow::Result<ExitCode> {
             let port = std::net::TcpListener::bind("127.0.0.1:0")?
                 .local_addr()?
                 .port();
-            let mut env = vouch_cache::tool_env(tool, &url, &local_dir, port);
+            let mut env = vouch_cache::tool_env(tool, &url, &local_dir, port, None);
             env.push(("VOUCH_COMPILER_LAUNCHER".into(), tool.name().into()));
             output::data(render_env(&env, format)?.trim_end_matches('\n'));
             Ok(ExitCode::SUCCESS)

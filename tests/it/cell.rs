@@ -807,6 +807,72 @@ fn a_pull_requests_cell_build_hits_mains_objects_across_toolkit_locations() {
     assert_eq!(main["sha256"], pr["sha256"]);
 }
 
+/// Issue 32, item 9: on GitHub every job installs its toolkit afresh, so main's `nvcc` and a
+/// pull request's are the same bytes installed at different times. The compiler cache keys the
+/// compiler by content and the toolkit by its pins, never by install time: with main's `nvcc`
+/// given another mtime after its build (as a runner's install minutes earlier would), every
+/// nvcc compile of the pull request still hits. ccache's default (`compiler_check = mtime`)
+/// misses them all.
+#[test]
+fn issue32_a_toolkit_installed_at_another_time_still_hits_every_nvcc_compile() {
+    let dir = tempdir();
+    let profile = fixture().join("vouch.toml");
+    let source = dir.path().join("checkout/minicupy");
+    copy_dir(&fixture().join("source"), &source);
+    let cache = dir.path().join("cache");
+    let build = |out: &str, scope: &[&str]| {
+        let mut cmd = vouch();
+        cache_keys(&mut cmd, scope);
+        let r = run(cmd
+            .env("VOUCH_CACHE_DIR", &cache)
+            .args(["build", "--json", "--cell", &cell(), "--profile"])
+            .arg(&profile)
+            .arg("--source")
+            .arg(&source)
+            .arg("--out")
+            .arg(dir.path().join(out))
+            .arg("--work-dir")
+            .arg(dir.path().join("work"))
+            .args(["--cache", "ccache", "--cache-store"])
+            .arg(dir.path().join("store"))
+            .args(scope)
+            .args(["--sha", SHA]));
+        assert_eq!(r.code, 0, "{out}: {}", r.stderr);
+        r.json()
+    };
+    let main = build("main", &["--event", "push", "--ref", "refs/heads/main"]);
+    let (main_hits, main_misses) = (
+        main["cache"]["compiler_cache"]["hits"].as_u64().unwrap(),
+        main["cache"]["compiler_cache"]["misses"].as_u64().unwrap(),
+    );
+    assert_eq!(main_hits, 0, "{}", main["cache"]);
+    assert!(main_misses >= 2, "{}", main["cache"]);
+
+    let nvcc = Path::new(main["toolchain"]["cuda_path"].as_str().unwrap()).join("bin/nvcc");
+    let earlier = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_600_000_000);
+    std::fs::File::options()
+        .write(true)
+        .open(&nvcc)
+        .unwrap()
+        .set_modified(earlier)
+        .unwrap();
+
+    let pr = build(
+        "pr",
+        &["--event", "pull_request", "--pr", "7", "--base-ref", "main"],
+    );
+    let pr_nvcc = Path::new(pr["toolchain"]["cuda_path"].as_str().unwrap()).join("bin/nvcc");
+    assert_ne!(
+        std::fs::metadata(&pr_nvcc).unwrap().modified().unwrap(),
+        earlier,
+        "the pull request's toolkit is another install"
+    );
+    let cc = &pr["cache"]["compiler_cache"];
+    assert_eq!(cc["misses"], 0, "{cc}");
+    assert_eq!(cc["hits"].as_u64().unwrap(), main_misses, "{cc}");
+    assert_eq!(main["sha256"], pr["sha256"]);
+}
+
 /// `auditwheel repair` goes through the repair cache, in the same scopes as the compiler
 /// cache: main's build repairs (a miss, stored in main's scope); a pull request's build of the
 /// same sources gets the repaired wheel from the store (a hit) and writes nothing; each wheel

@@ -21,9 +21,12 @@ pub struct RunningCache {
 }
 
 impl RunningCache {
-    /// Starts the gateway and the tool, and points the build at them.
+    /// Starts the gateway and the tool, and points the build at them. `toolkit` is the
+    /// build's pinned toolkit key, which every compile is keyed on (see
+    /// [`vouch_cache::tool_env`]).
     pub fn start(
         setup: CacheSetup,
+        toolkit: Option<&str>,
         options: &mut vouch_build::BuildOptions,
         reporter: &dyn Reporter,
     ) -> Result<RunningCache, CellError> {
@@ -41,7 +44,7 @@ impl RunningCache {
             vouch_cache::DEFAULT_MAX_ENTRY,
         )?;
         reporter.secret(&gateway.url);
-        let session = vouch_cache::ToolSession::start(setup.tool, &gateway.url)?;
+        let session = vouch_cache::ToolSession::start(setup.tool, &gateway.url, toolkit)?;
         options.env.extend(session.env.iter().cloned());
         // Cython's translations and auditwheel's repairs share the gateway, in its key/value
         // namespace: the same scopes decide what a pull request's build may read and write.

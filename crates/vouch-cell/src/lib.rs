@@ -141,7 +141,7 @@ pub fn install_toolchain(
     reporter.note(&format!("toolchain: {name}"));
     let step = reporter.step(&format!("installing the {name} toolchain"));
     let installed = vouch_toolchain::install(&vouch_toolchain::Request {
-        spec,
+        spec: &spec,
         platform: cell.platform,
         profile_dir: &profile.dir,
         cache_dir: cache_root,
@@ -302,7 +302,14 @@ pub fn build_cell(job: CellJob<'_>, reporter: &dyn Reporter) -> Result<CellOutco
     let toolchain_seconds = toolchain_started.elapsed().as_secs_f64();
 
     let cache = cache
-        .map(|setup| RunningCache::start(setup, &mut options, reporter))
+        .map(|setup| {
+            RunningCache::start(
+                setup,
+                installed.as_ref().map(|i| i.key.as_str()),
+                &mut options,
+                reporter,
+            )
+        })
         .transpose()?;
     // The build sees the toolkit through a link in its work directory: the same path for
     // every trust level and machine, so cached objects carry over (see BuildOptions::toolkit).
