@@ -390,7 +390,7 @@ impl Classify for vouch_profile::ProfileError {
         use vouch_profile::ProfileError as P;
         Some(match self {
             P::Read { .. } | P::Source { .. } => Status::Io,
-            P::Invalid { .. } | P::NoCell { .. } => Status::InvalidInput,
+            P::Invalid { .. } | P::NoCell { .. } | P::CudaVersion(_) => Status::InvalidInput,
         })
     }
 }
@@ -430,6 +430,7 @@ impl Classify for vouch_build::BuildError {
             vouch_build::BuildError::SdistNormalize(e) => return e.status(),
             vouch_build::BuildError::Io { .. } => Status::Io,
             vouch_build::BuildError::Project { .. }
+            | vouch_build::BuildError::LinkOutside { .. }
             | vouch_build::BuildError::Epoch(_)
             | vouch_build::BuildError::Sdist { .. }
             | vouch_build::BuildError::Template(_) => Status::InvalidInput,

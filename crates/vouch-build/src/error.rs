@@ -8,6 +8,10 @@ pub enum BuildError {
         #[source]
         source: std::io::Error,
     },
+    #[error(
+        "{link:?} links to {target:?}, outside the source tree; a build copies only what the source holds"
+    )]
+    LinkOutside { link: PathBuf, target: PathBuf },
     #[error("{path:?} is not a PEP 517 project: {reason}")]
     Project { path: PathBuf, reason: String },
     #[error("no Python interpreter found: {0}")]

@@ -18,8 +18,19 @@ const SKIP: &[&str] = &[
 
 /// Copies the source tree so the build never writes into the caller's checkout and always runs
 /// from a path that the prefix maps rewrite.
+///
+/// Links are followed, so the build sees the content the checkout presents: CuPy's checkout
+/// links whole directories of its submodules into the package
+/// (`cupy/_core/include/cupy/_cccl/cub/cub -> third_party/cccl/cub/cub`). A link whose target
+/// is outside the tree is refused: a checkout (a pull request's above all) must not pull the
+/// builder's own files into what it builds.
 pub fn copy_tree(from: &Path, to: &Path) -> Result<(), BuildError> {
+    let root = std::fs::canonicalize(from).map_err(|source| BuildError::Io {
+        path: from.to_owned(),
+        source,
+    })?;
     let walker = walkdir::WalkDir::new(from)
+        .follow_links(true)
         .sort_by_file_name()
         .into_iter()
         .filter_entry(|e| {
@@ -42,10 +53,18 @@ pub fn copy_tree(from: &Path, to: &Path) -> Result<(), BuildError> {
             path: entry.path().to_owned(),
             source,
         };
+        if entry.path_is_symlink() {
+            let target = std::fs::canonicalize(entry.path()).map_err(io)?;
+            if !target.starts_with(&root) {
+                return Err(BuildError::LinkOutside {
+                    link: entry.path().to_owned(),
+                    target,
+                });
+            }
+        }
         if entry.file_type().is_dir() {
             std::fs::create_dir_all(&dest).map_err(io)?;
         } else {
-            // Follows symlinks: the build sees the content the checkout presents.
             std::fs::copy(entry.path(), &dest).map_err(io)?;
         }
     }
@@ -207,6 +226,43 @@ pub fn apply_patch(tree: &Path, patch: &SourcePatch) -> Result<(), BuildError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 32: CuPy's checkout links directories of its submodules into the package. The
+    /// copy holds their content; a link out of the tree is refused and names both ends.
+    #[cfg(unix)]
+    #[test]
+    fn copy_tree_follows_links_inside_the_tree_and_refuses_links_out_of_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let src = dir.path().join("src");
+        std::fs::create_dir_all(src.join("third_party/cccl/cub/cub")).unwrap();
+        std::fs::write(src.join("third_party/cccl/cub/cub/cub.cuh"), "// cub\n").unwrap();
+        std::fs::create_dir_all(src.join("pkg/include")).unwrap();
+        std::os::unix::fs::symlink(
+            "../../third_party/cccl/cub/cub",
+            src.join("pkg/include/cub"),
+        )
+        .unwrap();
+        let out = dir.path().join("out");
+        copy_tree(&src, &out).unwrap();
+        let copied = out.join("pkg/include/cub/cub.cuh");
+        assert!(!copied.symlink_metadata().unwrap().file_type().is_symlink());
+        assert!(
+            !out.join("pkg/include/cub")
+                .symlink_metadata()
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
+        assert_eq!(std::fs::read_to_string(copied).unwrap(), "// cub\n");
+
+        let secret = dir.path().join("secret");
+        std::fs::write(&secret, "token\n").unwrap();
+        std::os::unix::fs::symlink(&secret, src.join("pkg/leak")).unwrap();
+        let err = copy_tree(&src, &dir.path().join("out2")).unwrap_err();
+        assert!(matches!(err, BuildError::LinkOutside { .. }), "{err}");
+        assert!(err.to_string().contains("pkg/leak"), "{err}");
+        assert!(err.to_string().contains("outside the source tree"), "{err}");
+    }
 
     /// A `.tar.gz` whose members are files named `names` (a trailing `/` makes a directory).
     fn sdist(dir: &Path, names: &[&str]) -> PathBuf {
