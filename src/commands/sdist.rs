@@ -31,6 +31,11 @@ pub fn sdist(args: SdistArgs) -> anyhow::Result<ExitCode> {
         .transpose()?;
     // The profile's build tools, locked for this interpreter on this machine.
     if let Some(p) = &profile {
+        // The sdist job is the one step that has the checkout: what it names (CuPy's
+        // ci/versions.yml) must be what the cells will build with.
+        if args.source.is_dir() {
+            p.check_cuda_versions(&args.source)?;
+        }
         let python = vouch_build::Python::find(options.python.as_deref())?;
         let minor: Vec<&str> = python.version.split('.').take(2).collect();
         let tag = format!(

@@ -73,7 +73,7 @@ fn dry_run(args: &ToolchainArgs, profile: &Profile, cell: &Cell) -> anyhow::Resu
     let Some(spec) = profile.toolchain(cell) else {
         anyhow::bail!(no_toolchain(args, cell));
     };
-    let plan = vouch_toolchain::plan(spec, &profile.dir, cell.platform)?;
+    let plan = vouch_toolchain::plan(&spec, &profile.dir, cell.platform)?;
     let report = DryRun {
         cell: &cell.id,
         toolkit: format!("cuda-{}-{}", cell.cuda, cell.platform),

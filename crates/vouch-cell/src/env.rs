@@ -8,17 +8,21 @@ use vouch_profile::Cell;
 
 use crate::CellError;
 
-/// `${CUDA_PATH}` and `${COMPILER_LAUNCHER}` in a profile value. (`${VOUCH_WORK}` is left for
-/// the build, which alone knows its work directory.)
-pub fn expand(value: &str, cuda_path: Option<&Path>, launcher: Option<&Path>) -> String {
-    let cuda = cuda_path
-        .map(|p| p.display().to_string())
-        .unwrap_or_default();
+/// `${CUDA_PATH}`, `${TOOLCHAIN_ROOT}` and `${COMPILER_LAUNCHER}` in a profile value.
+/// (`${VOUCH_WORK}` is left for the build, which alone knows its work directory.)
+pub fn expand(
+    value: &str,
+    toolkit: Option<&vouch_toolchain::Installed>,
+    launcher: Option<&Path>,
+) -> String {
+    let shown =
+        |p: Option<std::path::PathBuf>| p.map(|p| p.display().to_string()).unwrap_or_default();
     let launcher = launcher
         .map(|p| p.display().to_string())
         .unwrap_or_default();
     value
-        .replace("${CUDA_PATH}", &cuda)
+        .replace("${CUDA_PATH}", &shown(toolkit.map(|i| i.cuda_path.clone())))
+        .replace("${TOOLCHAIN_ROOT}", &shown(toolkit.map(|i| i.tree())))
         .replace("${COMPILER_LAUNCHER}", &launcher)
         .trim()
         .to_owned()
@@ -29,10 +33,9 @@ pub(crate) fn cell_env(
     toolkit: Option<&vouch_toolchain::Installed>,
     launcher: Option<&Path>,
 ) -> Result<BTreeMap<String, String>, CellError> {
-    let cuda_path = toolkit.map(|i| i.cuda_path.as_path());
     let mut env = BTreeMap::new();
     for (k, v) in &cell.env {
-        if cuda_path.is_none() && v.contains("${CUDA_PATH}") {
+        if toolkit.is_none() && (v.contains("${CUDA_PATH}") || v.contains("${TOOLCHAIN_ROOT}")) {
             return Err(CellError::NoToolchain {
                 cell: cell.id.clone(),
                 var: k.clone(),
@@ -40,7 +43,7 @@ pub(crate) fn cell_env(
                 platform: cell.platform.to_string(),
             });
         }
-        env.insert(k.clone(), expand(v, cuda_path, launcher));
+        env.insert(k.clone(), expand(v, toolkit, launcher));
     }
     if let Some(i) = toolkit {
         env.insert("CUDA_PATH".to_owned(), i.cuda_path.display().to_string());
@@ -67,14 +70,19 @@ mod tests {
 
     #[test]
     fn placeholders_are_filled_and_unknown_ones_kept() {
+        let toolkit: vouch_toolchain::Installed = serde_json::from_value(serde_json::json!({
+            "cuda_path": "/t/tree/nvidia/cu13", "dir": "/t", "key": "k", "components": [],
+            "nvcc": null, "files": 0, "reused": false, "seconds": 0.0,
+        }))
+        .unwrap();
         let got = expand(
-            " ${COMPILER_LAUNCHER} ${CUDA_PATH}/bin/nvcc -ffile-prefix-map=${VOUCH_WORK}=. ",
-            Some(Path::new("/t/cuda")),
+            " ${COMPILER_LAUNCHER} ${CUDA_PATH}/bin/nvcc -I${TOOLCHAIN_ROOT}/cutensor/include -ffile-prefix-map=${VOUCH_WORK}=. ",
+            Some(&toolkit),
             Some(Path::new("/bin/ccache")),
         );
         assert_eq!(
             got,
-            "/bin/ccache /t/cuda/bin/nvcc -ffile-prefix-map=${VOUCH_WORK}=."
+            "/bin/ccache /t/tree/nvidia/cu13/bin/nvcc -I/t/tree/cutensor/include -ffile-prefix-map=${VOUCH_WORK}=."
         );
         assert_eq!(expand("${COMPILER_LAUNCHER} cc", None, None), "cc");
     }

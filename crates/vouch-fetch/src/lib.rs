@@ -37,8 +37,8 @@ use serde::Serialize;
 use vouch_core::Sha256Digest;
 use vouch_verify::{Trust, TrustSpec, Verified, VerifyError};
 
-pub use checkout::Checkout;
 pub use by_digest::{STORE_PAGE_BUDGET, StoreReport, ignored_summary, judge};
+pub use checkout::Checkout;
 pub use download::{Downloaded, download_zip};
 pub use extract::{ExtractLimits, extract_safely};
 pub use install::{

@@ -5,6 +5,7 @@
 mod cache;
 mod inputs;
 mod lock;
+mod versions;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -31,6 +32,8 @@ pub enum ProfileError {
     },
     #[error("profile {path:?}: {message}")]
     Invalid { path: String, message: String },
+    #[error("{0}")]
+    CudaVersion(String),
     #[error("no cell {0:?} in the profile's plan; the plan lists every cell id")]
     NoCell(String),
     #[error("reading source {path:?}")]
@@ -46,8 +49,15 @@ pub enum ProfileError {
 pub struct Flavor {
     /// The distribution it produces, e.g. `cupy-cuda13x`.
     pub package: String,
-    /// CUDA toolkit version, e.g. `13.0`.
+    /// CUDA toolkit version, e.g. `13.3.1`: the one place a CUDA bump is made. A toolchain
+    /// path may say `{cuda}` for it (`toolchains/cuda-{cuda}-linux-64.txt`).
     pub cuda: String,
+    /// Where the project's own checkout names the CUDA version this flavor builds with,
+    /// `<file>#<dotted.key>` in a YAML file (CuPy: `ci/versions.yml#cuda.build.version`).
+    /// `vouch sdist` refuses a checkout that names another version than `cuda`, so a CUDA
+    /// bump in the project cannot silently build with the old toolkit.
+    #[serde(default)]
+    pub cuda_follows: Option<String>,
     /// Platforms this flavor is built for (default: all of the profile's).
     #[serde(default)]
     pub platforms: Vec<String>,
@@ -387,12 +397,61 @@ impl Profile {
         Ok(p)
     }
 
-    /// The toolchain a cell builds with, if its flavor declares one for the cell's platform.
-    pub fn toolchain(&self, cell: &Cell) -> Option<&Toolchain> {
-        self.flavors
+    /// The toolchain a cell builds with, if its flavor declares one for the cell's platform,
+    /// with `{cuda}` in its paths and URLs filled in from the flavor's `cuda`.
+    pub fn toolchain(&self, cell: &Cell) -> Option<Toolchain> {
+        let tc = self
+            .flavors
             .get(&cell.flavor)?
             .toolchain
-            .get(cell.platform.as_str())
+            .get(cell.platform.as_str())?;
+        let fill = |s: &str| s.replace("{cuda}", &cell.cuda);
+        Some(Toolchain {
+            wheels: tc.wheels.as_deref().map(fill),
+            root: tc.root.clone(),
+            archives: tc
+                .archives
+                .iter()
+                .map(|a| Archive {
+                    url: fill(&a.url),
+                    sha256: a.sha256.clone(),
+                })
+                .collect(),
+        })
+    }
+
+    /// Checks a project checkout against every flavor's `cuda_follows`: the version the
+    /// checkout names must be the flavor's `cuda`. A flavor without `cuda_follows` is not
+    /// checked; a file or key that is not there is an error (the profile says it is).
+    pub fn check_cuda_versions(&self, checkout: &Path) -> Result<(), ProfileError> {
+        for (name, f) in &self.flavors {
+            let Some(follows) = &f.cuda_follows else {
+                continue;
+            };
+            let (file, key) = follows.split_once('#').expect("validated");
+            let path = checkout.join(file);
+            let text = std::fs::read_to_string(&path).map_err(|source| ProfileError::Source {
+                path: path.clone(),
+                source,
+            })?;
+            let named = versions::lookup(&text, key).map_err(|message| {
+                ProfileError::CudaVersion(format!(
+                    "{}: {message} (flavors.{name}.cuda_follows = {follows:?})",
+                    path.display()
+                ))
+            })?;
+            if named != f.cuda {
+                return Err(ProfileError::CudaVersion(format!(
+                    "{} names CUDA {named} at `{key}`, but flavors.{name}.cuda is {:?}: the \
+                     project moved its CUDA version. Set `cuda = \"{named}\"` in [flavors.{name}] \
+                     (and pin that toolkit: scripts/pin-cuda-toolkit.py {named} ...), or build \
+                     the checkout this profile follows",
+                    path.display(),
+                    f.cuda
+                )));
+            }
+        }
+        Ok(())
     }
 
     /// auditwheel's `--plat` for `platform`, when the profile sets one.
@@ -481,9 +540,27 @@ impl Profile {
                     ),
                 ));
             }
+            if let Some(follows) = &f.cuda_follows {
+                let ok = follows.split_once('#').is_some_and(|(file, key)| {
+                    !file.is_empty()
+                        && !key.is_empty()
+                        && !Path::new(file).is_absolute()
+                        && !file.split(['/', '\\']).any(|c| c == "..")
+                });
+                if !ok {
+                    return Err(invalid(
+                        origin,
+                        format!(
+                            "flavors.{name}.cuda_follows: {follows:?} is not `<file in the checkout>#<dotted.key>` (e.g. \"ci/versions.yml#cuda.build.version\")"
+                        ),
+                    ));
+                }
+            }
             for (pl, tc) in &f.toolchain {
                 let key = format!("flavors.{name}.toolchain.{pl}");
                 check_platform(&key, pl)?;
+                // Wheels alone carry the toolkit under `root`; archives carry it at the tree's
+                // top, and wheels beside them only add libraries (cuTENSOR, NCCL).
                 match (&tc.wheels, tc.archives.is_empty()) {
                     (Some(_), true) if tc.root.is_some() => {}
                     (Some(_), true) => {
@@ -492,19 +569,19 @@ impl Profile {
                             format!("{key}.root: required with `wheels` (e.g. \"nvidia/cu13\")"),
                         ));
                     }
-                    (None, false) if tc.root.is_none() => {}
-                    (None, false) => {
+                    (_, false) if tc.root.is_none() => {}
+                    (_, false) => {
                         return Err(invalid(
                             origin,
                             format!(
-                                "{key}.root: only for `wheels`; archives are merged into the toolkit root"
+                                "{key}.root: only for `wheels` alone; archives are merged into the toolkit root"
                             ),
                         ));
                     }
-                    _ => {
+                    (None, true) => {
                         return Err(invalid(
                             origin,
-                            format!("{key}: expected exactly one of `wheels` or `archives`"),
+                            format!("{key}: expected `wheels`, `archives`, or both"),
                         ));
                     }
                 }

@@ -11,7 +11,8 @@ use crate::{ToolchainError, io};
 
 /// Fixes up a `platform` toolkit. A Windows tree needs nothing: its runtime ships the
 /// `cuda.lib` import library the link step reads, and Windows has no execute bits or sonames.
-pub fn fix_tree(cuda_path: &Path, platform: Platform) -> Result<(), ToolchainError> {
+/// `tree` is the whole unpacked toolchain, `cuda_path` the CUDA toolkit inside it.
+pub fn fix_tree(tree: &Path, cuda_path: &Path, platform: Platform) -> Result<(), ToolchainError> {
     if !target::is_linux(platform) {
         return Ok(());
     }
@@ -20,6 +21,17 @@ pub fn fix_tree(cuda_path: &Path, platform: Platform) -> Result<(), ToolchainErr
     }
     for dir in ["lib", "lib64"] {
         unversioned_links(&cuda_path.join(dir))?;
+    }
+    // The libraries beside the toolkit (cuTENSOR's `cutensor/lib`, NCCL's `nvidia/nccl/lib`)
+    // ship only `libX.so.N` too, and a CuPy build links them with `-lX`.
+    for e in walkdir::WalkDir::new(tree)
+        .max_depth(3)
+        .into_iter()
+        .filter_map(Result::ok)
+    {
+        if e.file_type().is_dir() && matches!(e.file_name().to_str(), Some("lib" | "lib64")) {
+            unversioned_links(e.path())?;
+        }
     }
     let lib = cuda_path.join("lib");
     let has_stub = ["lib/stubs/libcuda.so", "lib64/stubs/libcuda.so"]

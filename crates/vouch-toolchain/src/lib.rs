@@ -166,6 +166,12 @@ impl Installed {
         self.platform == Platform::Win64.as_str()
     }
 
+    /// The whole unpacked toolchain: the CUDA toolkit ([`Installed::cuda_path`]) and the
+    /// libraries pinned beside it (cuTENSOR, NCCL). A profile names it `${TOOLCHAIN_ROOT}`.
+    pub fn tree(&self) -> PathBuf {
+        self.dir.join("tree")
+    }
+
     /// Directories to put first on `PATH`. NVIDIA's Windows wheels keep their DLLs in
     /// `bin/x86_64`.
     pub fn bin_dirs(&self) -> Vec<PathBuf> {
@@ -344,18 +350,27 @@ pub fn install(req: &Request<'_>) -> Result<Installed, ToolchainError> {
         .map_err(io(&root_dir))?;
     let tree = staging.path().join("tree");
     std::fs::create_dir_all(&tree).map_err(io(&tree))?;
-    let components = if let Some(reqs) = &req.spec.wheels {
-        install_wheels(req, &req.profile_dir.join(reqs), staging.path(), &tree)?
-    } else {
-        install_archives(req, staging.path(), &tree)?
-    };
+    // Archives and wheels may go together: CUDA 12 from NVIDIA's archives, with the
+    // cuTENSOR and NCCL a CuPy build compiles against from their PyPI wheels, in one tree.
+    let mut components = Vec::new();
+    if let Some(reqs) = &req.spec.wheels {
+        components.extend(install_wheels(
+            req,
+            &req.profile_dir.join(reqs),
+            staging.path(),
+            &tree,
+        )?);
+    }
+    if req.spec.wheels.is_none() || !req.spec.archives.is_empty() {
+        components.extend(install_archives(req, staging.path(), &tree)?);
+    }
     let cuda_path = cuda_path_in(&tree, &cuda_rel);
     if !cuda_path.is_dir() {
         return Err(ToolchainError::Layout(format!(
             "`root = {cuda_rel:?}` is not a directory in the unpacked toolkit"
         )));
     }
-    fixup::fix_tree(&cuda_path, req.platform)?;
+    fixup::fix_tree(&tree, &cuda_path, req.platform)?;
     let machine = layout::check(&cuda_path, req.platform)?;
 
     let _ = std::fs::remove_dir_all(staging.path().join("download"));
