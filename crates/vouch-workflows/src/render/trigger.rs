@@ -214,6 +214,7 @@ jobs:
     outputs:
       head_sha: ${{ steps.record.outputs.head_sha }}
       skip: ${{ steps.record.outputs.skip }}
+      targets: ${{ steps.record.outputs.targets }}
     steps:
       - name: Record the request
         id: record
