@@ -916,6 +916,7 @@ fn cache_env_formats() {
     export CCACHE_DIR=/var/cache/x
     export CCACHE_REMOTE_STORAGE=http://127.0.0.1:4000/ccache
     export CCACHE_REMOTE_ONLY=true
+    export CCACHE_COMPILERCHECK=content
     export VOUCH_COMPILER_LAUNCHER=ccache
     ");
     let gh = run(cache_env("sccache").args(["--url", "http://127.0.0.1:4000", "--format", "json"]));

@@ -197,19 +197,21 @@ fn build_inputs_digest() {
         da["digest"],
         "a copy of the profile"
     );
-    let other_cuda = variant("cuda131", &|t| {
-        t.replace("cuda = \"13.0\"", "cuda = \"13.1\"")
+    // Another CUDA release: the flavor's `cuda` picks its pins (`{cuda}` in the toolchain path).
+    let other_cuda = variant("cuda1321", &|t| {
+        t.replace("cuda = \"13.3.1\"", "cuda = \"13.2.1\"")
     });
     assert_ne!(digest(&other_cuda, cell, &a)["digest"], da["digest"]);
     let other_pin = variant("pin", &|t| t.to_owned());
     let pins = other_pin
         .parent()
         .unwrap()
-        .join("toolchains/cuda-13.0-linux-64.txt");
+        .join("toolchains/cuda-13.3.1-linux-64.txt");
     let text = std::fs::read_to_string(&pins).unwrap();
+    assert!(text.contains("nvidia-cuda-nvcc==13.3.73"), "{text}");
     std::fs::write(
         &pins,
-        text.replace("nvidia-cuda-nvcc==13.0.88", "nvidia-cuda-nvcc==13.0.48"),
+        text.replace("nvidia-cuda-nvcc==13.3.73", "nvidia-cuda-nvcc==13.3.33"),
     )
     .unwrap();
     assert_ne!(
@@ -217,10 +219,11 @@ fn build_inputs_digest() {
         da["digest"],
         "another nvcc pin"
     );
+    // CuPy's builder picks the architectures; a profile that names its own is another build.
     let other_arch = variant("arch", &|t| {
         t.replace(
-            "env = { CUPY_NVCC_GENERATE_CODE = \"arch=compute_75,code=sm_75;",
-            "env = { CUPY_NVCC_GENERATE_CODE = \"arch=compute_80,code=sm_80;",
+            "[flavors.cuda13x]\n",
+            "[flavors.cuda13x]\nenv = { CUPY_NVCC_GENERATE_CODE = \"arch=compute_80,code=sm_80\" }\n",
         )
     });
     assert_ne!(digest(&other_arch, cell, &a)["digest"], da["digest"]);
@@ -307,6 +310,7 @@ fn workflows_generate_then_check_catches_a_one_line_edit() {
               vars.VOUCH_APP_CLIENT_ID: the GitHub App (client id) that labels pull requests, posts the commit status vouch/pr-build and dispatches to a test-farm repository
               vars.VOUCH_CACHE_STORE: the compiler cache's Redis server as the trusted user (redis://user@host:port; cache store `redis`)
               vars.VOUCH_TEST_FARM_REPO: OWNER/NAME of the test farm's repository (dispatch mode `repository`)
+              vars.VOUCH_EXTERNAL_TEST_REPO: OWNER/NAME of the repository that runs the targets FlexCI does not (`external_tags`, e.g. CuPy's ROCm CI cupy/self-hosted-ci): a `/test` of only such targets is sent there by repository_dispatch (dispatch mode `flexci`)
               secrets.VOUCH_APP_PRIVATE_KEY (environment vouch-trusted): the GitHub App's private key
               secrets.VOUCH_CACHE_PASSWORD (environment vouch-trusted): the Redis password for pushes (may write its own branch's scope; cache store `redis`)
               secrets.VOUCH_CACHE_ADMIN_PASSWORD (environment vouch-trusted): the Redis password `vouch cache grant` creates each pull request's own user with (cache store `redis`)
@@ -347,7 +351,7 @@ fn workflows_generate_then_check_catches_a_one_line_edit() {
         ----- stdout -----
         --- a/vouch-build.yml
         +++ b/vouch-build.yml
-        @@ -199,7 +199,7 @@
+        @@ -487,7 +487,7 @@
              # A Linux cell builds in the profile's manylinux image (pinned by digest), so its wheel
              # links against that image's glibc, not the runner's; an empty value runs on the runner.
              container: ${{ matrix.container }} # zizmor: ignore[unpinned-images] -- the profile refuses an image not pinned by @sha256
@@ -374,7 +378,7 @@ fn workflows_generate_then_check_catches_a_one_line_edit() {
             ----- stdout -----
             --- a/vouch-build.yml
             +++ b/vouch-build.yml
-            @@ -199,7 +199,7 @@
+            @@ -487,7 +487,7 @@
                  # A Linux cell builds in the profile's manylinux image (pinned by digest), so its wheel
                  # links against that image's glibc, not the runner's; an empty value runs on the runner.
                  container: ${{ matrix.container }} # zizmor: ignore[unpinned-images] -- the profile refuses an image not pinned by @sha256
@@ -487,6 +491,7 @@ fn workflows_explain_an_unrelated_label() {
         ran,
         [
             r#""vouch-build.yml":"vouch-build-ok" "vouch-build (nothing to build)""#,
+            r#""vouch-sign.yml":"vouch" "build vouch (tool jobs)""#,
             r#""vouch-sign.yml":"pin" "pin the build run""#,
         ]
     );

@@ -98,7 +98,7 @@ fn every_cupy_cell_resolves_a_toolkit_pinned_by_sha256() {
             }
         }
         match plan["source"].as_str().unwrap() {
-            "archives" => check_cuda12_archives(cell, &platform, files),
+            "archives+wheels" => check_cuda12_archives(cell, &platform, files),
             "wheels" => check_cuda13_wheels(cell, &platform, &plan),
             other => panic!("{cell}: source {other}"),
         }
@@ -109,10 +109,49 @@ fn every_cupy_cell_resolves_a_toolkit_pinned_by_sha256() {
     );
 }
 
+/// The libraries CuPy compiles in beside the toolkit (issue 32): cuTENSOR on every platform,
+/// NCCL on Linux, as `install_library.py` installs them in CuPy's build-wheel.yml.
+fn check_libraries(cell: &str, platform: &str, names: &BTreeSet<String>, cuda: &str) {
+    let mut expected = vec![format!("cutensor-{cuda}")];
+    if platform != "win-64" {
+        expected.push(format!("nvidia-nccl-{cuda}"));
+    }
+    for want in &expected {
+        assert!(
+            names.contains(want),
+            "{cell}: {want} is not pinned: {names:?}"
+        );
+    }
+    assert_eq!(
+        names.contains(&format!("nvidia-nccl-{cuda}")),
+        platform != "win-64",
+        "{cell}: NCCL only on Linux"
+    );
+}
+
 /// The CUDA 12 archives: CuPy's 15 components, less the two that 12.x ships inside nvcc, each
-/// exactly once, from NVIDIA's redist directory for the platform.
+/// exactly once, from NVIDIA's redist directory for the platform; cuTENSOR and NCCL as wheels.
 fn check_cuda12_archives(cell: &str, platform: &str, files: &[serde_json::Value]) {
     assert!(cell.starts_with("cuda12x-"), "{cell}");
+    let (wheels, files): (Vec<_>, Vec<_>) = files.iter().cloned().partition(|f| f["url"].is_null());
+    let wheels: BTreeSet<String> = wheels
+        .iter()
+        .map(|f| {
+            f["name"]
+                .as_str()
+                .unwrap()
+                .split_once("==")
+                .unwrap()
+                .0
+                .to_owned()
+        })
+        .collect();
+    check_libraries(cell, platform, &wheels, "cu12");
+    assert_eq!(
+        wheels.len(),
+        if platform == "win-64" { 1 } else { 2 },
+        "{wheels:?}"
+    );
     let (redist, ext) = match platform {
         "linux-64" => ("linux-x86_64", ".tar.xz"),
         "linux-aarch64" => ("linux-sbsa", ".tar.xz"),
@@ -195,7 +234,12 @@ fn check_cuda13_wheels(cell: &str, platform: &str, plan: &serde_json::Value) {
     ]
     .map(str::to_owned)
     .into();
-    assert_eq!(names, expected, "{cell}");
+    check_libraries(cell, platform, &names, "cu13");
+    let toolkit: BTreeSet<String> = names
+        .into_iter()
+        .filter(|n| !n.starts_with("cutensor-") && !n.starts_with("nvidia-nccl-"))
+        .collect();
+    assert_eq!(toolkit, expected, "{cell}");
     let tags: Vec<&str> = plan["pip_platforms"]
         .as_array()
         .unwrap()
@@ -218,158 +262,172 @@ const HOST: (&str, &str) = (r"(?m)^host      .*$", "host      [HOST]");
 
 #[test]
 fn dry_run_of_a_linux_64_cuda12_cell() {
-    vouch_snapshot!([HOST], dry_run("cuda12x-py3.12-linux-64", false), @r#"
-        success: true
-        exit_code: 0
-        ----- stdout -----
-        cell      cuda12x-py3.12-linux-64
-        toolkit   cuda-12.9-linux-64 from archives (13 files), key [SHA256]
-        host      [HOST]
-        fetch     cuda_nvcc-linux-x86_64-12.9.86-archive.tar.xz
-                  sha256:[SHA256]
-                  https://developer.download.nvidia.com/compute/cuda/redist/cuda_nvcc/linux-x86_64/cuda_nvcc-linux-x86_64-12.9.86-archive.tar.xz
-        fetch     cuda_cudart-linux-x86_64-12.9.79-archive.tar.xz
-                  sha256:[SHA256]
-                  https://developer.download.nvidia.com/compute/cuda/redist/cuda_cudart/linux-x86_64/cuda_cudart-linux-x86_64-12.9.79-archive.tar.xz
-        fetch     cuda_cuxxfilt-linux-x86_64-12.9.82-archive.tar.xz
-                  sha256:[SHA256]
-                  https://developer.download.nvidia.com/compute/cuda/redist/cuda_cuxxfilt/linux-x86_64/cuda_cuxxfilt-linux-x86_64-12.9.82-archive.tar.xz
-        fetch     cuda_nvrtc-linux-x86_64-12.9.86-archive.tar.xz
-                  sha256:[SHA256]
-                  https://developer.download.nvidia.com/compute/cuda/redist/cuda_nvrtc/linux-x86_64/cuda_nvrtc-linux-x86_64-12.9.86-archive.tar.xz
-        fetch     cuda_nvtx-linux-x86_64-12.9.79-archive.tar.xz
-                  sha256:[SHA256]
-                  https://developer.download.nvidia.com/compute/cuda/redist/cuda_nvtx/linux-x86_64/cuda_nvtx-linux-x86_64-12.9.79-archive.tar.xz
-        fetch     cuda_profiler_api-linux-x86_64-12.9.79-archive.tar.xz
-                  sha256:[SHA256]
-                  https://developer.download.nvidia.com/compute/cuda/redist/cuda_profiler_api/linux-x86_64/cuda_profiler_api-linux-x86_64-12.9.79-archive.tar.xz
-        fetch     cuda_cccl-linux-x86_64-12.9.27-archive.tar.xz
-                  sha256:[SHA256]
-                  https://developer.download.nvidia.com/compute/cuda/redist/cuda_cccl/linux-x86_64/cuda_cccl-linux-x86_64-12.9.27-archive.tar.xz
-        fetch     libnvjitlink-linux-x86_64-12.9.86-archive.tar.xz
-                  sha256:[SHA256]
-                  https://developer.download.nvidia.com/compute/cuda/redist/libnvjitlink/linux-x86_64/libnvjitlink-linux-x86_64-12.9.86-archive.tar.xz
-        fetch     libcublas-linux-x86_64-12.9.2.10-archive.tar.xz
-                  sha256:[SHA256]
-                  https://developer.download.nvidia.com/compute/cuda/redist/libcublas/linux-x86_64/libcublas-linux-x86_64-12.9.2.10-archive.tar.xz
-        fetch     libcufft-linux-x86_64-11.4.1.4-archive.tar.xz
-                  sha256:[SHA256]
-                  https://developer.download.nvidia.com/compute/cuda/redist/libcufft/linux-x86_64/libcufft-linux-x86_64-11.4.1.4-archive.tar.xz
-        fetch     libcurand-linux-x86_64-10.3.10.19-archive.tar.xz
-                  sha256:[SHA256]
-                  https://developer.download.nvidia.com/compute/cuda/redist/libcurand/linux-x86_64/libcurand-linux-x86_64-10.3.10.19-archive.tar.xz
-        fetch     libcusparse-linux-x86_64-12.5.10.65-archive.tar.xz
-                  sha256:[SHA256]
-                  https://developer.download.nvidia.com/compute/cuda/redist/libcusparse/linux-x86_64/libcusparse-linux-x86_64-12.5.10.65-archive.tar.xz
-        fetch     libcusolver-linux-x86_64-11.7.5.82-archive.tar.xz
-                  sha256:[SHA256]
-                  https://developer.download.nvidia.com/compute/cuda/redist/libcusolver/linux-x86_64/libcusolver-linux-x86_64-11.7.5.82-archive.tar.xz
+    vouch_snapshot!([HOST], dry_run("cuda12x-py3.12-linux-64", false), @"
+    success: true
+    exit_code: 0
+    ----- stdout -----
+    cell      cuda12x-py3.12-linux-64
+    toolkit   cuda-12.9.2-linux-64 from archives+wheels (15 files), key [SHA256]
+    host      [HOST]
+    wheels    toolchains/cuda12x-libs-linux-64.txt (root )
+    pip tags  manylinux_2_28_x86_64 .. manylinux1_x86_64 (27 tags)
+    fetch     cutensor-cu12==2.4.1
+              sha256:[SHA256]
+    fetch     nvidia-nccl-cu12==2.25.1
+              sha256:[SHA256]
+    fetch     cuda_nvcc-linux-x86_64-12.9.86-archive.tar.xz
+              sha256:[SHA256]
+              https://developer.download.nvidia.com/compute/cuda/redist/cuda_nvcc/linux-x86_64/cuda_nvcc-linux-x86_64-12.9.86-archive.tar.xz
+    fetch     cuda_cudart-linux-x86_64-12.9.79-archive.tar.xz
+              sha256:[SHA256]
+              https://developer.download.nvidia.com/compute/cuda/redist/cuda_cudart/linux-x86_64/cuda_cudart-linux-x86_64-12.9.79-archive.tar.xz
+    fetch     cuda_cuxxfilt-linux-x86_64-12.9.82-archive.tar.xz
+              sha256:[SHA256]
+              https://developer.download.nvidia.com/compute/cuda/redist/cuda_cuxxfilt/linux-x86_64/cuda_cuxxfilt-linux-x86_64-12.9.82-archive.tar.xz
+    fetch     cuda_nvrtc-linux-x86_64-12.9.86-archive.tar.xz
+              sha256:[SHA256]
+              https://developer.download.nvidia.com/compute/cuda/redist/cuda_nvrtc/linux-x86_64/cuda_nvrtc-linux-x86_64-12.9.86-archive.tar.xz
+    fetch     cuda_nvtx-linux-x86_64-12.9.79-archive.tar.xz
+              sha256:[SHA256]
+              https://developer.download.nvidia.com/compute/cuda/redist/cuda_nvtx/linux-x86_64/cuda_nvtx-linux-x86_64-12.9.79-archive.tar.xz
+    fetch     cuda_profiler_api-linux-x86_64-12.9.79-archive.tar.xz
+              sha256:[SHA256]
+              https://developer.download.nvidia.com/compute/cuda/redist/cuda_profiler_api/linux-x86_64/cuda_profiler_api-linux-x86_64-12.9.79-archive.tar.xz
+    fetch     cuda_cccl-linux-x86_64-12.9.27-archive.tar.xz
+              sha256:[SHA256]
+              https://developer.download.nvidia.com/compute/cuda/redist/cuda_cccl/linux-x86_64/cuda_cccl-linux-x86_64-12.9.27-archive.tar.xz
+    fetch     libnvjitlink-linux-x86_64-12.9.86-archive.tar.xz
+              sha256:[SHA256]
+              https://developer.download.nvidia.com/compute/cuda/redist/libnvjitlink/linux-x86_64/libnvjitlink-linux-x86_64-12.9.86-archive.tar.xz
+    fetch     libcublas-linux-x86_64-12.9.2.10-archive.tar.xz
+              sha256:[SHA256]
+              https://developer.download.nvidia.com/compute/cuda/redist/libcublas/linux-x86_64/libcublas-linux-x86_64-12.9.2.10-archive.tar.xz
+    fetch     libcufft-linux-x86_64-11.4.1.4-archive.tar.xz
+              sha256:[SHA256]
+              https://developer.download.nvidia.com/compute/cuda/redist/libcufft/linux-x86_64/libcufft-linux-x86_64-11.4.1.4-archive.tar.xz
+    fetch     libcurand-linux-x86_64-10.3.10.19-archive.tar.xz
+              sha256:[SHA256]
+              https://developer.download.nvidia.com/compute/cuda/redist/libcurand/linux-x86_64/libcurand-linux-x86_64-10.3.10.19-archive.tar.xz
+    fetch     libcusparse-linux-x86_64-12.5.10.65-archive.tar.xz
+              sha256:[SHA256]
+              https://developer.download.nvidia.com/compute/cuda/redist/libcusparse/linux-x86_64/libcusparse-linux-x86_64-12.5.10.65-archive.tar.xz
+    fetch     libcusolver-linux-x86_64-11.7.5.82-archive.tar.xz
+              sha256:[SHA256]
+              https://developer.download.nvidia.com/compute/cuda/redist/libcusolver/linux-x86_64/libcusolver-linux-x86_64-11.7.5.82-archive.tar.xz
 
-        ----- stderr -----
-    "#);
+    ----- stderr -----
+    ");
 }
 
 #[test]
 fn dry_run_of_a_linux_aarch64_cuda13_cell() {
-    vouch_snapshot!([HOST], dry_run("cuda13x-py3.12-linux-aarch64", false), @r#"
-        success: true
-        exit_code: 0
-        ----- stdout -----
-        cell      cuda13x-py3.12-linux-aarch64
-        toolkit   cuda-13.0-linux-aarch64 from wheels (14 files), key [SHA256]
-        host      [HOST]
-        wheels    toolchains/cuda-13.0-linux-aarch64.txt (root nvidia/cu13)
-        pip tags  manylinux_2_28_aarch64 .. manylinux2014_aarch64 (25 tags)
-        fetch     nvidia-cublas==13.1.0.3
-                  sha256:[SHA256]
-        fetch     nvidia-cuda-cccl==13.0.85
-                  sha256:[SHA256]
-        fetch     nvidia-cuda-crt==13.0.88
-                  sha256:[SHA256]
-        fetch     nvidia-cuda-nvcc==13.0.88
-                  sha256:[SHA256]
-        fetch     nvidia-cuda-nvrtc==13.0.88
-                  sha256:[SHA256]
-        fetch     nvidia-cuda-profiler-api==13.0.85
-                  sha256:[SHA256]
-        fetch     nvidia-cuda-runtime==13.0.96
-                  sha256:[SHA256]
-        fetch     nvidia-cufft==12.0.0.61
-                  sha256:[SHA256]
-        fetch     nvidia-curand==10.4.0.35
-                  sha256:[SHA256]
-        fetch     nvidia-cusolver==12.0.4.66
-                  sha256:[SHA256]
-        fetch     nvidia-cusparse==12.6.3.3
-                  sha256:[SHA256]
-        fetch     nvidia-nvjitlink==13.0.88
-                  sha256:[SHA256]
-        fetch     nvidia-nvtx==13.0.85
-                  sha256:[SHA256]
-        fetch     nvidia-nvvm==13.0.88
-                  sha256:[SHA256]
+    vouch_snapshot!([HOST], dry_run("cuda13x-py3.12-linux-aarch64", false), @"
+    success: true
+    exit_code: 0
+    ----- stdout -----
+    cell      cuda13x-py3.12-linux-aarch64
+    toolkit   cuda-13.3.1-linux-aarch64 from wheels (16 files), key [SHA256]
+    host      [HOST]
+    wheels    toolchains/cuda-13.3.1-linux-aarch64.txt (root nvidia/cu13)
+    pip tags  manylinux_2_28_aarch64 .. manylinux2014_aarch64 (25 tags)
+    fetch     nvidia-cublas==13.6.0.2
+              sha256:[SHA256]
+    fetch     nvidia-cuda-cccl==13.3.3.4.1
+              sha256:[SHA256]
+    fetch     nvidia-cuda-crt==13.3.73
+              sha256:[SHA256]
+    fetch     nvidia-cuda-nvcc==13.3.73
+              sha256:[SHA256]
+    fetch     nvidia-cuda-nvrtc==13.3.33
+              sha256:[SHA256]
+    fetch     nvidia-cuda-profiler-api==13.3.27
+              sha256:[SHA256]
+    fetch     nvidia-cuda-runtime==13.3.29
+              sha256:[SHA256]
+    fetch     nvidia-cufft==12.3.0.29
+              sha256:[SHA256]
+    fetch     nvidia-curand==10.4.3.29
+              sha256:[SHA256]
+    fetch     nvidia-cusolver==12.2.6.9
+              sha256:[SHA256]
+    fetch     nvidia-cusparse==12.8.2.51
+              sha256:[SHA256]
+    fetch     nvidia-nvjitlink==13.3.33
+              sha256:[SHA256]
+    fetch     nvidia-nvtx==13.3.29
+              sha256:[SHA256]
+    fetch     nvidia-nvvm==13.3.73
+              sha256:[SHA256]
+    fetch     cutensor-cu13==2.4.1
+              sha256:[SHA256]
+    fetch     nvidia-nccl-cu13==2.30.7
+              sha256:[SHA256]
 
-        ----- stderr -----
-    "#);
+    ----- stderr -----
+    ");
 }
 
 #[test]
 fn dry_run_of_a_win_64_cuda12_cell() {
-    vouch_snapshot!([HOST], dry_run("cuda12x-py3.13-win-64", false), @r#"
-        success: true
-        exit_code: 0
-        ----- stdout -----
-        cell      cuda12x-py3.13-win-64
-        toolkit   cuda-12.9-win-64 from archives (13 files), key [SHA256]
-        host      [HOST]
-        fetch     cuda_nvcc-windows-x86_64-12.9.86-archive.zip
-                  sha256:[SHA256]
-                  https://developer.download.nvidia.com/compute/cuda/redist/cuda_nvcc/windows-x86_64/cuda_nvcc-windows-x86_64-12.9.86-archive.zip
-        fetch     cuda_cudart-windows-x86_64-12.9.79-archive.zip
-                  sha256:[SHA256]
-                  https://developer.download.nvidia.com/compute/cuda/redist/cuda_cudart/windows-x86_64/cuda_cudart-windows-x86_64-12.9.79-archive.zip
-        fetch     cuda_cuxxfilt-windows-x86_64-12.9.82-archive.zip
-                  sha256:[SHA256]
-                  https://developer.download.nvidia.com/compute/cuda/redist/cuda_cuxxfilt/windows-x86_64/cuda_cuxxfilt-windows-x86_64-12.9.82-archive.zip
-        fetch     cuda_nvrtc-windows-x86_64-12.9.86-archive.zip
-                  sha256:[SHA256]
-                  https://developer.download.nvidia.com/compute/cuda/redist/cuda_nvrtc/windows-x86_64/cuda_nvrtc-windows-x86_64-12.9.86-archive.zip
-        fetch     cuda_nvtx-windows-x86_64-12.9.79-archive.zip
-                  sha256:[SHA256]
-                  https://developer.download.nvidia.com/compute/cuda/redist/cuda_nvtx/windows-x86_64/cuda_nvtx-windows-x86_64-12.9.79-archive.zip
-        fetch     cuda_profiler_api-windows-x86_64-12.9.79-archive.zip
-                  sha256:[SHA256]
-                  https://developer.download.nvidia.com/compute/cuda/redist/cuda_profiler_api/windows-x86_64/cuda_profiler_api-windows-x86_64-12.9.79-archive.zip
-        fetch     cuda_cccl-windows-x86_64-12.9.27-archive.zip
-                  sha256:[SHA256]
-                  https://developer.download.nvidia.com/compute/cuda/redist/cuda_cccl/windows-x86_64/cuda_cccl-windows-x86_64-12.9.27-archive.zip
-        fetch     libnvjitlink-windows-x86_64-12.9.86-archive.zip
-                  sha256:[SHA256]
-                  https://developer.download.nvidia.com/compute/cuda/redist/libnvjitlink/windows-x86_64/libnvjitlink-windows-x86_64-12.9.86-archive.zip
-        fetch     libcublas-windows-x86_64-12.9.2.10-archive.zip
-                  sha256:[SHA256]
-                  https://developer.download.nvidia.com/compute/cuda/redist/libcublas/windows-x86_64/libcublas-windows-x86_64-12.9.2.10-archive.zip
-        fetch     libcufft-windows-x86_64-11.4.1.4-archive.zip
-                  sha256:[SHA256]
-                  https://developer.download.nvidia.com/compute/cuda/redist/libcufft/windows-x86_64/libcufft-windows-x86_64-11.4.1.4-archive.zip
-        fetch     libcurand-windows-x86_64-10.3.10.19-archive.zip
-                  sha256:[SHA256]
-                  https://developer.download.nvidia.com/compute/cuda/redist/libcurand/windows-x86_64/libcurand-windows-x86_64-10.3.10.19-archive.zip
-        fetch     libcusparse-windows-x86_64-12.5.10.65-archive.zip
-                  sha256:[SHA256]
-                  https://developer.download.nvidia.com/compute/cuda/redist/libcusparse/windows-x86_64/libcusparse-windows-x86_64-12.5.10.65-archive.zip
-        fetch     libcusolver-windows-x86_64-11.7.5.82-archive.zip
-                  sha256:[SHA256]
-                  https://developer.download.nvidia.com/compute/cuda/redist/libcusolver/windows-x86_64/libcusolver-windows-x86_64-11.7.5.82-archive.zip
+    vouch_snapshot!([HOST], dry_run("cuda12x-py3.13-win-64", false), @"
+    success: true
+    exit_code: 0
+    ----- stdout -----
+    cell      cuda12x-py3.13-win-64
+    toolkit   cuda-12.9.2-win-64 from archives+wheels (14 files), key [SHA256]
+    host      [HOST]
+    wheels    toolchains/cuda12x-libs-win-64.txt (root )
+    pip tags  win_amd64
+    fetch     cutensor-cu12==2.4.1
+              sha256:[SHA256]
+    fetch     cuda_nvcc-windows-x86_64-12.9.86-archive.zip
+              sha256:[SHA256]
+              https://developer.download.nvidia.com/compute/cuda/redist/cuda_nvcc/windows-x86_64/cuda_nvcc-windows-x86_64-12.9.86-archive.zip
+    fetch     cuda_cudart-windows-x86_64-12.9.79-archive.zip
+              sha256:[SHA256]
+              https://developer.download.nvidia.com/compute/cuda/redist/cuda_cudart/windows-x86_64/cuda_cudart-windows-x86_64-12.9.79-archive.zip
+    fetch     cuda_cuxxfilt-windows-x86_64-12.9.82-archive.zip
+              sha256:[SHA256]
+              https://developer.download.nvidia.com/compute/cuda/redist/cuda_cuxxfilt/windows-x86_64/cuda_cuxxfilt-windows-x86_64-12.9.82-archive.zip
+    fetch     cuda_nvrtc-windows-x86_64-12.9.86-archive.zip
+              sha256:[SHA256]
+              https://developer.download.nvidia.com/compute/cuda/redist/cuda_nvrtc/windows-x86_64/cuda_nvrtc-windows-x86_64-12.9.86-archive.zip
+    fetch     cuda_nvtx-windows-x86_64-12.9.79-archive.zip
+              sha256:[SHA256]
+              https://developer.download.nvidia.com/compute/cuda/redist/cuda_nvtx/windows-x86_64/cuda_nvtx-windows-x86_64-12.9.79-archive.zip
+    fetch     cuda_profiler_api-windows-x86_64-12.9.79-archive.zip
+              sha256:[SHA256]
+              https://developer.download.nvidia.com/compute/cuda/redist/cuda_profiler_api/windows-x86_64/cuda_profiler_api-windows-x86_64-12.9.79-archive.zip
+    fetch     cuda_cccl-windows-x86_64-12.9.27-archive.zip
+              sha256:[SHA256]
+              https://developer.download.nvidia.com/compute/cuda/redist/cuda_cccl/windows-x86_64/cuda_cccl-windows-x86_64-12.9.27-archive.zip
+    fetch     libnvjitlink-windows-x86_64-12.9.86-archive.zip
+              sha256:[SHA256]
+              https://developer.download.nvidia.com/compute/cuda/redist/libnvjitlink/windows-x86_64/libnvjitlink-windows-x86_64-12.9.86-archive.zip
+    fetch     libcublas-windows-x86_64-12.9.2.10-archive.zip
+              sha256:[SHA256]
+              https://developer.download.nvidia.com/compute/cuda/redist/libcublas/windows-x86_64/libcublas-windows-x86_64-12.9.2.10-archive.zip
+    fetch     libcufft-windows-x86_64-11.4.1.4-archive.zip
+              sha256:[SHA256]
+              https://developer.download.nvidia.com/compute/cuda/redist/libcufft/windows-x86_64/libcufft-windows-x86_64-11.4.1.4-archive.zip
+    fetch     libcurand-windows-x86_64-10.3.10.19-archive.zip
+              sha256:[SHA256]
+              https://developer.download.nvidia.com/compute/cuda/redist/libcurand/windows-x86_64/libcurand-windows-x86_64-10.3.10.19-archive.zip
+    fetch     libcusparse-windows-x86_64-12.5.10.65-archive.zip
+              sha256:[SHA256]
+              https://developer.download.nvidia.com/compute/cuda/redist/libcusparse/windows-x86_64/libcusparse-windows-x86_64-12.5.10.65-archive.zip
+    fetch     libcusolver-windows-x86_64-11.7.5.82-archive.zip
+              sha256:[SHA256]
+              https://developer.download.nvidia.com/compute/cuda/redist/libcusolver/windows-x86_64/libcusolver-windows-x86_64-11.7.5.82-archive.zip
 
-        ----- stderr -----
-    "#);
+    ----- stderr -----
+    ");
 }
 
 #[test]
 fn dry_run_of_a_cell_without_a_toolchain_says_which_table_is_missing() {
     let dir = tempdir();
-    let table = "[flavors.cuda13x.toolchain.win-64]\nwheels = \"toolchains/cuda-13.0-win-64.txt\"\nroot = \"nvidia/cu13\"\n";
+    let table = "[flavors.cuda13x.toolchain.win-64]\nwheels = \"toolchains/cuda-{cuda}-win-64.txt\"\nroot = \"nvidia/cu13\"\n";
     let text = std::fs::read_to_string(cupy_profile()).unwrap();
     assert!(text.contains(table));
     let text = text.replace(table, "");

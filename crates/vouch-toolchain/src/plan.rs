@@ -66,7 +66,11 @@ pub fn plan(
         files: Vec::new(),
     };
     if let Some(req) = &spec.wheels {
-        plan.source = "wheels";
+        plan.source = if spec.archives.is_empty() {
+            "wheels"
+        } else {
+            "archives+wheels"
+        };
         plan.requirements = Some(req.clone());
         plan.pip_platforms = target::pip_platforms(platform);
         plan.files = parse_requirements(&profile_dir.join(req))?
@@ -77,19 +81,13 @@ pub fn plan(
                 sha256: pin.sha256,
             })
             .collect();
-    } else {
-        if spec.archives.is_empty() {
-            return Err(ToolchainError::Empty);
-        }
-        plan.files = spec
-            .archives
-            .iter()
-            .map(|a| PlannedFile {
-                name: archive_file_name(&a.url),
-                url: Some(a.url.clone()),
-                sha256: vec![a.sha256.to_ascii_lowercase()],
-            })
-            .collect();
+    } else if spec.archives.is_empty() {
+        return Err(ToolchainError::Empty);
     }
+    plan.files.extend(spec.archives.iter().map(|a| PlannedFile {
+        name: archive_file_name(&a.url),
+        url: Some(a.url.clone()),
+        sha256: vec![a.sha256.to_ascii_lowercase()],
+    }));
     Ok(plan)
 }
