@@ -809,10 +809,10 @@ fn a_pull_requests_cell_build_hits_mains_objects_across_toolkit_locations() {
 
 /// Issue 32, item 9: on GitHub every job installs its toolkit afresh, so main's `nvcc` and a
 /// pull request's are the same bytes installed at different times. The compiler cache keys the
-/// compiler by content and the toolkit by its pins, never by install time: with main's `nvcc`
-/// given another mtime after its build (as a runner's install minutes earlier would), every
-/// nvcc compile of the pull request still hits. ccache's default (`compiler_check = mtime`)
-/// misses them all.
+/// compiler by content and the toolkit by its pins, never by install time: with the pull
+/// request's own toolkit install given another mtime (as a runner's install at another time
+/// would), every nvcc compile of the pull request still hits. ccache's default
+/// (`compiler_check = mtime`) misses them all.
 #[test]
 fn issue32_a_toolkit_installed_at_another_time_still_hits_every_nvcc_compile() {
     let dir = tempdir();
@@ -848,24 +848,36 @@ fn issue32_a_toolkit_installed_at_another_time_still_hits_every_nvcc_compile() {
     assert_eq!(main_hits, 0, "{}", main["cache"]);
     assert!(main_misses >= 2, "{}", main["cache"]);
 
-    let nvcc = Path::new(main["toolchain"]["cuda_path"].as_str().unwrap()).join("bin/nvcc");
+    // The pull request's runner installs its own toolkit (the untrusted root) at another time.
+    let installed = run(toolchain_install(&profile, &cache).env("VOUCH_CACHE_DIR", &cache));
+    assert_eq!(installed.code, 0, "{}", installed.stderr);
+    let pr_nvcc = Path::new(installed.json()["cuda_path"].as_str().unwrap()).join("bin/nvcc");
+    let main_nvcc = Path::new(main["toolchain"]["cuda_path"].as_str().unwrap()).join("bin/nvcc");
+    assert_ne!(pr_nvcc, main_nvcc);
     let earlier = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_600_000_000);
     std::fs::File::options()
         .write(true)
-        .open(&nvcc)
+        .open(&pr_nvcc)
         .unwrap()
         .set_modified(earlier)
         .unwrap();
+    assert_ne!(
+        std::fs::metadata(&main_nvcc).unwrap().modified().unwrap(),
+        earlier
+    );
 
     let pr = build(
         "pr",
         &["--event", "pull_request", "--pr", "7", "--base-ref", "main"],
     );
-    let pr_nvcc = Path::new(pr["toolchain"]["cuda_path"].as_str().unwrap()).join("bin/nvcc");
-    assert_ne!(
+    assert_eq!(
+        Path::new(pr["toolchain"]["cuda_path"].as_str().unwrap()).join("bin/nvcc"),
+        pr_nvcc
+    );
+    assert_eq!(
         std::fs::metadata(&pr_nvcc).unwrap().modified().unwrap(),
         earlier,
-        "the pull request's toolkit is another install"
+        "the pull request built with its own install"
     );
     let cc = &pr["cache"]["compiler_cache"];
     assert_eq!(cc["misses"], 0, "{cc}");

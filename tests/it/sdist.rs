@@ -300,3 +300,63 @@ fn sdist_is_attested_audited_and_rebuilt() {
         .collect();
     assert_eq!(changed, ["vouch_sample-0.1.0/csrc/checksum.c"]);
 }
+
+/// Issue 32: the profile's flavor says which CUDA it builds and where the project's checkout
+/// names its own (CuPy's `ci/versions.yml`). `vouch sdist`, the one step that has the checkout,
+/// refuses a checkout that moved to another version, naming both and the fix, and writes
+/// nothing; the same checkout with the profile's version packs; a missing file is refused.
+#[test]
+fn issue32_sdist_refuses_a_checkout_whose_cuda_version_the_profile_does_not_build() {
+    let dir = tempdir();
+    let src = dir.path().join("src");
+    copy_sample(&src);
+    let profile = src.join("vouch.toml");
+    let text = std::fs::read_to_string(&profile).unwrap();
+    std::fs::write(
+        &profile,
+        format!(
+            "{text}\n[flavors.cuda13x]\npackage = \"vouch-sample-cuda13x\"\ncuda = \"13.3.1\"\n\
+             cuda_follows = \"ci/versions.yml#cuda.build.version\"\n"
+        ),
+    )
+    .unwrap();
+    let versions = src.join("ci/versions.yml");
+    std::fs::create_dir_all(versions.parent().unwrap()).unwrap();
+    let names = |v: &str| {
+        std::fs::write(
+            &versions,
+            format!(
+                "cuda:\n  build:\n    version: \"{v}\"\n  prev_build:\n    version: \"12.9.2\"\n"
+            ),
+        )
+        .unwrap()
+    };
+    let out = dir.path().join("out");
+    let sdist = |out: &Path| run(sdist_cmd(&src, out).arg("--profile").arg(&profile));
+
+    names("13.2.1");
+    let r = sdist(&out);
+    assert_exit(
+        &r,
+        3,
+        "names CUDA 13.2.1 at `cuda.build.version`, but flavors.cuda13x.cuda is \"13.3.1\"",
+    );
+    assert!(
+        r.stderr
+            .contains("Set `cuda = \"13.2.1\"` in [flavors.cuda13x]"),
+        "{}",
+        r.stderr
+    );
+    let written: Vec<_> = std::fs::read_dir(&out)
+        .map(|d| d.filter_map(Result::ok).map(|e| e.file_name()).collect())
+        .unwrap_or_default();
+    assert!(written.is_empty(), "{written:?}");
+
+    names("13.3.1");
+    built(&sdist(&out));
+
+    std::fs::remove_file(&versions).unwrap();
+    let r = sdist(&dir.path().join("out2"));
+    assert_ne!(r.code, 0, "{}", r.stdout);
+    assert!(r.stderr.contains("ci/versions.yml"), "{}", r.stderr);
+}
