@@ -1134,6 +1134,7 @@ fn issue12_cache_env_sh_output_sets_exactly_the_value_and_runs_nothing() {
             "CCACHE_DIR=/tmp/a'$(b)".to_owned(),
             format!("CCACHE_REMOTE_STORAGE={url}/ccache"),
             "CCACHE_REMOTE_ONLY=true".to_owned(),
+            "CCACHE_COMPILERCHECK=content".to_owned(),
             "VOUCH_COMPILER_LAUNCHER=ccache".to_owned(),
         ]
     );
