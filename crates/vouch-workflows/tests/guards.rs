@@ -362,23 +362,25 @@ fn the_sdist_job_fetches_submodules_and_refuses_a_checkout_without_them() {
     assert!(out.contains("status: +"), "{out}");
 }
 
-/// Item 7: `twine check --strict` on the sdist (in its job, before any cell builds from it)
-/// and on every wheel (before anything is signed), with twine installed by hash alone.
+/// Item 7: `twine check` on the sdist (in its job, before any cell builds from it) and
+/// `twine check --strict` on every wheel (before anything is signed), with twine installed by
+/// hash alone. The sdist is not `--strict`: CuPy's own sdist has no long description.
 #[test]
 fn twine_checks_the_sdist_and_every_wheel_before_signing() {
     let d = doc(&cupy(), "vouch-build.yml");
     let twine_step = |job: &str, what: &str| {
         let st = steps(&d["jobs"][job]);
+        let flag = if what == "the sdist" { "" } else { " --strict" };
         let i = st
             .iter()
-            .position(|s| name(s) == format!("twine check --strict ({what})"))
+            .position(|s| name(s) == format!("twine check{flag} ({what})"))
             .unwrap_or_else(|| panic!("{job}: no twine check"));
         let run = st[i]["run"].as_str().unwrap().to_owned();
         assert!(
             run.contains("--no-deps --only-binary :all: --require-hashes"),
             "{run}"
         );
-        assert!(run.contains("twine\" check --strict"), "{run}");
+        assert!(run.contains(&format!("twine\" check{flag} \"")), "{run}");
         let reqs = st[i]["env"]["TWINE_REQUIREMENTS"]
             .as_str()
             .unwrap()

@@ -555,11 +555,11 @@ jobs:
             ("TWINE_JOB", TWINE_CHECK_JOB),
             (
                 "TWINE_WHEELS",
-                &guards::twine_check("every wheel", "dist/*.whl"),
+                &guards::twine_check("every wheel", "dist/*.whl", true),
             ),
             (
                 "TWINE_SDIST",
-                &guards::twine_check("the sdist", "sdist/*.tar.gz"),
+                &guards::twine_check("the sdist", "sdist/*.tar.gz", false),
             ),
             ("SUBMODULES", guards::checkout_submodules(v.opts.submodules)),
             ("SUBMODULES_CHECKED_OUT", guards::SUBMODULES_CHECKED_OUT),
