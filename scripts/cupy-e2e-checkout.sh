@@ -152,10 +152,14 @@ PY
 tools=$work/tools
 if [ ! -x "$tools/bin/twine" ]; then
   python3 -m venv "$tools"
-  "$tools/bin/pip" install -q twine
+  # twine; numpy and setuptools for importing CuPy's own _compiler.py below.
+  "$tools/bin/pip" install -q twine numpy setuptools
 fi
-echo "== twine check --strict"
-"$tools/bin/twine" check --strict "$wheel" "$sdist_a" || fail "twine check --strict"
+# As the generated jobs: --strict on the wheel (CuPy's build-wheel.yml checks its wheelhouse
+# so); the sdist without it (CuPy's own sdist has no long description).
+echo "== twine check --strict (wheel), twine check (sdist)"
+"$tools/bin/twine" check --strict "$wheel" || fail "twine check --strict (wheel)"
+"$tools/bin/twine" check "$sdist_a" || fail "twine check (sdist)"
 cuobjdump_dir=$work/cuobjdump
 if [ ! -x "$cuobjdump_dir/bin/cuobjdump" ]; then
   # The toolkit's own cuobjdump for the CUDA version built (a checking tool, not a build input).
@@ -187,7 +191,7 @@ fi
 ref=$(ls "$ref_dir"/cupy_cuda13x-"$version"-"$pytag"-*.whl)
 echo "reference: $(basename "$ref") sha256:$(sha256sum "$ref" | cut -d' ' -f1)"
 
-python3 - "$wheel" "$ref" "$cuobjdump_dir/bin/cuobjdump" "$work/a/cupy" "$tag_cuda" "$work/compare" <<'PY' || ok=0
+"$tools/bin/python" - "$wheel" "$ref" "$cuobjdump_dir/bin/cuobjdump" "$work/a/cupy" "$tag_cuda" "$work/compare" <<'PY' || ok=0
 import importlib.util, json, os, re, subprocess, sys, zipfile
 ours_path, ref_path, cuobjdump, checkout, cuda, scratch = sys.argv[1:]
 os.makedirs(scratch, exist_ok=True)
