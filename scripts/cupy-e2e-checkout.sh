@@ -25,7 +25,8 @@
 # Heavy (~1.5 GB of toolkit wheels; a cold build compiles CuPy's CUDA sources for every
 # architecture): not part of .ci/run.
 # Env: TAG (v14.2.0), MIRRORS (/work/.mirror: <owner>+<name>/repo), JOBS (2), E2E_DIR
-#      (target/cupy-e2e-checkout), VOUCH_BIN (else the release build), PYTHON_BIN (python3).
+#      (target/cupy-e2e-checkout), VOUCH_BIN (else the release build), CHECK_ONLY (1: steps 5
+#      and 6 only, on the sdists and wheels an earlier run left in E2E_DIR).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -89,6 +90,7 @@ sed -i "/^\[flavors.cuda13x\]/,/^\[/ s/^cuda = \".*\"/cuda = \"$tag_cuda\"/" "$p
 grep -A3 '^\[flavors.cuda13x\]' "$profile_dir/vouch.toml" | grep '^cuda = '
 profile=$profile_dir/vouch.toml
 
+if [ "${CHECK_ONLY:-0}" != 1 ]; then
 # 3. The sdist, as the generated sdist job makes it, from each checkout.
 for side in a b; do
   echo "== vouch sdist ($side)"
@@ -124,8 +126,9 @@ else
   fail "the sdist's members differ from CuPy's on PyPI ($work/sdist-members.diff)"
 fi
 
-# 4. The cell from each sdist (the generated build job's command), trusted scope.
-head -c 48 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$work/seal-key"
+# 4. The cell from each sdist (the generated build job's command), trusted scope. The seal key
+# signs the store's entries: a new one would make every earlier entry unauthenticated.
+[ -s "$work/seal-key" ] || head -c 48 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$work/seal-key"
 build() { # LABEL SDIST
   echo "== vouch build $cell ($1)"
   rm -rf "$work/out-$1"
@@ -147,6 +150,11 @@ for p in sys.argv[1:]:
           f"toolkit {r['toolchain']['nvcc']}, {r['wheel']} {r['sha256']}")
 PY
 [ "$(sha256sum "$wheel" | cut -d' ' -f1)" = "$(sha256sum "$wheel_b" | cut -d' ' -f1)" ] || fail "the wheels of the two checkouts differ"
+else
+  sdist_a=$(ls "$work"/sdist-a/*.tar.gz)
+  wheel=$(ls "$work"/out-a/*.whl 2>/dev/null || ls "$work"/out-b/*.whl)
+  echo "== checking $(basename "$wheel") sha256:$(sha256sum "$wheel" | cut -d' ' -f1) (from an earlier run)"
+fi
 
 # 5. The wheel itself.
 tools=$work/tools
