@@ -37,7 +37,7 @@ $ErrorActionPreference = "Stop"
 # The vouch commit built by VOUCH_INSTALL=source; keep it equal to `[workflows.source] rev`
 # in vouch.toml, so FlexCI runs the vouch that built and signed the wheel.
 $VouchGitUrl = "https://github.com/vouch-build/vouch"
-$VouchGitRev = "31dd652a6b4d6555dab00bba7326b18dae1f2c9e"
+$VouchGitRev = "9719cfbe428cfb87765ccbf1d563f1813293c499"
 # VOUCH_INSTALL=pypi: the release and the sha256 of each of its wheels (win_amd64 among
 # them). vouch-build has no release yet, so this route refuses to run until filled.
 $VouchPypiVersion = "0.1.0"

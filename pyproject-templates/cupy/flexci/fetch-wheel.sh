@@ -29,7 +29,7 @@ set -euo pipefail
 # The vouch commit built by VOUCH_INSTALL=source; keep it equal to `[workflows.source] rev`
 # in vouch.toml, so FlexCI runs the vouch that built and signed the wheel.
 VOUCH_GIT_URL="https://github.com/vouch-build/vouch"
-VOUCH_GIT_REV="31dd652a6b4d6555dab00bba7326b18dae1f2c9e"
+VOUCH_GIT_REV="9719cfbe428cfb87765ccbf1d563f1813293c499"
 # VOUCH_INSTALL=pypi: the release and the sha256 of each of its wheels (every FlexCI
 # platform's). vouch-build has no release yet, so this route refuses to run until filled.
 VOUCH_PYPI_VERSION="0.1.0"
