@@ -861,6 +861,24 @@ cuda = "13.0"
                 "flavors.cuda13x.toolchain.linux-64.root: required with `wheels`",
             ),
             (
+                format!("{MIN}[flavors.cuda13x.toolchain.linux-64]\nroot = \"x\"\n"),
+                "flavors.cuda13x.toolchain.linux-64: expected `wheels`, `archives`, or both",
+            ),
+            (
+                MIN.replace(
+                    "cuda = \"13.0\"",
+                    "cuda = \"13.0\"\ncuda_follows = \"ci/versions.yml\"",
+                ),
+                "flavors.cuda13x.cuda_follows: \"ci/versions.yml\" is not `<file in the checkout>#<dotted.key>`",
+            ),
+            (
+                MIN.replace(
+                    "cuda = \"13.0\"",
+                    "cuda = \"13.0\"\ncuda_follows = \"../ci/versions.yml#cuda.build.version\"",
+                ),
+                "flavors.cuda13x.cuda_follows",
+            ),
+            (
                 format!("{MIN}[flavors.cuda13x.template]\nfiles = {{ \"..\\\\x\" = \"y\" }}\n"),
                 "is not a relative path inside the source",
             ),
