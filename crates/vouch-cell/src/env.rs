@@ -35,10 +35,14 @@ pub(crate) fn cell_env(
 ) -> Result<BTreeMap<String, String>, CellError> {
     let mut env = BTreeMap::new();
     for (k, v) in &cell.env {
-        if toolkit.is_none() && (v.contains("${CUDA_PATH}") || v.contains("${TOOLCHAIN_ROOT}")) {
+        let needs = ["CUDA_PATH", "TOOLCHAIN_ROOT"]
+            .into_iter()
+            .find(|p| v.contains(&format!("${{{p}}}")));
+        if let (None, Some(placeholder)) = (toolkit, needs) {
             return Err(CellError::NoToolchain {
                 cell: cell.id.clone(),
                 var: k.clone(),
+                placeholder,
                 flavor: cell.flavor.clone(),
                 platform: cell.platform.to_string(),
             });
@@ -67,6 +71,37 @@ pub(crate) fn cell_env(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A value that needs the toolchain, in a cell without one, names the placeholder it used.
+    #[test]
+    fn a_placeholder_of_the_toolchain_without_one_is_refused_by_name() {
+        for placeholder in ["CUDA_PATH", "TOOLCHAIN_ROOT"] {
+            let cell = Cell {
+                id: "cpu-py3.12-linux-64".into(),
+                flavor: "cpu".into(),
+                package: "x".into(),
+                cuda: "none".into(),
+                python: "3.12".into(),
+                platform: vouch_core::Platform::Linux64,
+                runner: "ubuntu-24.04".into(),
+                container: None,
+                artifact_stem: "x-py3.12-linux-64".into(),
+                route: vouch_profile::Route::Wheel,
+                route_reason: None,
+                env: [(
+                    "CUPY_INCLUDE_PATH".to_owned(),
+                    format!("${{{placeholder}}}/include"),
+                )]
+                .into(),
+                build_requires: Vec::new(),
+            };
+            let e = cell_env(&cell, None, None).unwrap_err().to_string();
+            assert!(
+                e.contains(&format!("CUPY_INCLUDE_PATH uses ${{{placeholder}}}, but the profile declares no toolchain")),
+                "{e}"
+            );
+        }
+    }
 
     #[test]
     fn placeholders_are_filled_and_unknown_ones_kept() {

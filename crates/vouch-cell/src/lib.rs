@@ -40,11 +40,13 @@ pub enum CellError {
     },
     /// A cell variable needs the toolkit, and the profile declares none for the cell.
     #[error(
-        "cell {cell}: {var} uses ${{CUDA_PATH}}, but the profile declares no toolchain for {flavor} on {platform} (flavors.{flavor}.toolchain.{platform})"
+        "cell {cell}: {var} uses ${{{placeholder}}}, but the profile declares no toolchain for {flavor} on {platform} (flavors.{flavor}.toolchain.{platform})"
     )]
     NoToolchain {
         cell: String,
         var: String,
+        /// `CUDA_PATH` or `TOOLCHAIN_ROOT`.
+        placeholder: &'static str,
         flavor: String,
         platform: String,
     },
