@@ -21,7 +21,6 @@
 use vouch_profile::DispatchSpec;
 
 use crate::Error;
-use crate::pins::CREATE_APP_TOKEN;
 use crate::render::{TOKEN_TO_FILE, fill};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -208,17 +207,7 @@ impl Dispatch {
           fi
           echo "owner=${EXTERNAL_REPO%%/*}" >> "$GITHUB_OUTPUT"
           echo "name=${EXTERNAL_REPO#*/}" >> "$GITHUB_OUTPUT"
-      - name: GitHub App token for the external test repository
-        id: external-token
-        if: needs.record.outputs.skip == 'external'
-        uses: @@CREATE_APP_TOKEN@@
-        with:
-          client-id: ${{ vars.VOUCH_APP_CLIENT_ID }}
-          private-key: ${{ secrets.VOUCH_APP_PRIVATE_KEY }}
-          owner: ${{ steps.external.outputs.owner }}
-          repositories: ${{ steps.external.outputs.name }}
-          permission-contents: write
-      - name: Send the external targets (repository_dispatch)
+@@APP_TOKEN@@      - name: Send the external targets (repository_dispatch)
         if: needs.record.outputs.skip == 'external'
         env:
           GH_TOKEN: ${{ steps.external-token.outputs.token }}
@@ -238,7 +227,7 @@ impl Dispatch {
           vouch dispatch repository --repo "$EXTERNAL_REPO" --token-file "$tok"             --event-type vouch-external-test --payload-file "$RUNNER_TEMP/payload.json"
 "#,
                 &[
-                    ("CREATE_APP_TOKEN", &CREATE_APP_TOKEN.uses()),
+                    ("APP_TOKEN", &crate::render::app_token_step("GitHub App token for the external test repository", "external-token", Some("needs.record.outputs.skip == 'external'"), &["owner: ${{ steps.external.outputs.owner }}", "repositories: ${{ steps.external.outputs.name }}", "permission-contents: write"])),
                     ("TOKEN_TO_FILE", TOKEN_TO_FILE),
                 ],
             ));
@@ -275,14 +264,7 @@ impl Dispatch {
                 };
                 projects_step(projects)
                     + &fill(
-                        r#"      - name: GitHub App token for the commit statuses
-        id: statuses-token
-        uses: @@CREATE_APP_TOKEN@@
-        with:
-          client-id: ${{ vars.VOUCH_APP_CLIENT_ID }}
-          private-key: ${{ secrets.VOUCH_APP_PRIVATE_KEY }}
-          permission-statuses: write
-      - name: Dispatch to FlexCI
+                        r#"@@APP_TOKEN@@      - name: Dispatch to FlexCI
         env:
           FLEXCI_WEBHOOK_SECRET: ${{ secrets.FLEXCI_WEBHOOK_SECRET }}
           GH_TOKEN: ${{ steps.statuses-token.outputs.token }}
@@ -301,7 +283,15 @@ impl Dispatch {
             --token-file "$tok" --repo "$REPO" --commit "$COMMIT"@@FLAGS@@
 "#,
                         &[
-                            ("CREATE_APP_TOKEN", &CREATE_APP_TOKEN.uses()),
+                            (
+                                "APP_TOKEN",
+                                &crate::render::app_token_step(
+                                    "GitHub App token for the commit statuses",
+                                    "statuses-token",
+                                    None,
+                                    &["permission-statuses: write"],
+                                ),
+                            ),
                             ("TOKEN_TO_FILE", TOKEN_TO_FILE),
                             ("COMMIT", commit),
                             ("EVENT", event),
@@ -334,16 +324,7 @@ impl Dispatch {
           fi
           echo "owner=${FARM_REPO%%/*}" >> "$GITHUB_OUTPUT"
           echo "name=${FARM_REPO#*/}" >> "$GITHUB_OUTPUT"
-      - name: GitHub App token for the test farm
-        id: farm-token
-        uses: @@CREATE_APP_TOKEN@@
-        with:
-          client-id: ${{ vars.VOUCH_APP_CLIENT_ID }}
-          private-key: ${{ secrets.VOUCH_APP_PRIVATE_KEY }}
-          owner: ${{ steps.farm.outputs.owner }}
-          repositories: ${{ steps.farm.outputs.name }}
-          permission-contents: write
-      - name: Send repository_dispatch
+@@APP_TOKEN@@      - name: Send repository_dispatch
         env:
           GH_TOKEN: ${{ steps.farm-token.outputs.token }}
           FARM_REPO: ${{ vars.VOUCH_TEST_FARM_REPO }}
@@ -365,7 +346,19 @@ impl Dispatch {
             --event-type vouch-build-completed --payload-file "$RUNNER_TEMP/payload.json"
 "#,
                     &[
-                        ("CREATE_APP_TOKEN", &CREATE_APP_TOKEN.uses()),
+                        (
+                            "APP_TOKEN",
+                            &crate::render::app_token_step(
+                                "GitHub App token for the test farm",
+                                "farm-token",
+                                None,
+                                &[
+                                    "owner: ${{ steps.farm.outputs.owner }}",
+                                    "repositories: ${{ steps.farm.outputs.name }}",
+                                    "permission-contents: write",
+                                ],
+                            ),
+                        ),
                         ("RUN", run),
                         ("EVENT", event),
                         ("SHA", sha),

@@ -109,6 +109,30 @@ pub(crate) fn fill(template: &str, vars: &[(&str, &str)]) -> String {
     out
 }
 
+/// The step that mints the GitHub App's installation token (`steps.<id>.outputs.token`): the
+/// one place the App's credentials (`vars.VOUCH_APP_CLIENT_ID`, `secrets.VOUCH_APP_PRIVATE_KEY`)
+/// are read and the action's pin is used. `condition` is the step's `if:`; `with` holds the
+/// token's scope and permissions, one input per line (`permission-statuses: write`).
+pub(crate) fn app_token_step(
+    name: &str,
+    id: &str,
+    condition: Option<&str>,
+    with: &[&str],
+) -> String {
+    let mut step = format!("      - name: {name}\n        id: {id}\n");
+    if let Some(c) = condition {
+        step.push_str(&format!("        if: {c}\n"));
+    }
+    step.push_str(&format!(
+        "        uses: {}\n        with:\n          client-id: ${{{{ vars.VOUCH_APP_CLIENT_ID }}}}\n          private-key: ${{{{ secrets.VOUCH_APP_PRIVATE_KEY }}}}\n",
+        crate::pins::CREATE_APP_TOKEN.uses()
+    ));
+    for line in with {
+        step.push_str(&format!("          {line}\n"));
+    }
+    step
+}
+
 /// Shell lines that move the token in `$GH_TOKEN` into a private file `$tok` and drop it
 /// from the environment, so no child process of vouch inherits it. vouch deletes the file
 /// once read; the trap covers a failure before that.

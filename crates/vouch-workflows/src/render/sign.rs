@@ -17,7 +17,7 @@ const VOUCH_JOB: &str = "vouch";
 const WHEN_PR_BUILD: &str = r#">-
       github.event.workflow_run.event == 'pull_request' &&
       github.event.workflow_run.conclusion == 'success'"#;
-use crate::pins::{CREATE_APP_TOKEN, UPLOAD_ARTIFACT};
+use crate::pins::UPLOAD_ARTIFACT;
 
 /// The `vouch pr-run` flags every job passes: which run, and the workflow files it must be.
 const PIN_FLAGS: &str = r#"--repo "$REPO" --run-id "$RUN_ID" --token-file "$tok" \
@@ -203,14 +203,7 @@ jobs:
     environment: @@ENVIRONMENT@@
     permissions: {}
     steps:
-      - name: GitHub App token
-        id: token
-        uses: @@CREATE_APP_TOKEN@@
-        with:
-          client-id: ${{ vars.VOUCH_APP_CLIENT_ID }}
-          private-key: ${{ secrets.VOUCH_APP_PRIVATE_KEY }}
-          permission-statuses: write
-      - name: Commit status @@STATUS@@ on the built head
+@@APP_TOKEN@@      - name: Commit status @@STATUS@@ on the built head
         env:
           GH_TOKEN: ${{ steps.token.outputs.token }}
           REPO: ${{ github.repository }}
@@ -260,7 +253,15 @@ jobs:
             ("UPLOAD_ARTIFACT", &UPLOAD_ARTIFACT.uses()),
             ("STATUS", super::REQUIRED_STATUS),
             ("ENVIRONMENT", TRUSTED_ENVIRONMENT),
-            ("CREATE_APP_TOKEN", &CREATE_APP_TOKEN.uses()),
+            (
+                "APP_TOKEN",
+                &crate::render::app_token_step(
+                    "GitHub App token",
+                    "token",
+                    None,
+                    &["permission-statuses: write"],
+                ),
+            ),
         ],
     )
 }

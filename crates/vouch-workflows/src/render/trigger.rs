@@ -5,7 +5,7 @@ use super::{
     BUILD_FILE, HEADER, PR_BUILD_GROUP, REQUEST_ARTIFACT_PREFIX, TRIGGER_LABEL,
     TRUSTED_ENVIRONMENT, Vars, fill,
 };
-use crate::pins::{CREATE_APP_TOKEN, UPLOAD_ARTIFACT};
+use crate::pins::UPLOAD_ARTIFACT;
 
 /// A `/test` line (POSIX ERE, one line at a time): `/test` alone or with targets.
 const TEST_LINE: &str = "^/test([[:blank:]].*)?$";
@@ -67,15 +67,7 @@ fn skip_job(v: &Vars<'_>) -> String {
     environment: @@ENVIRONMENT@@
     permissions:
 @@PERMISSIONS@@    steps:
-      - name: GitHub App token
-        id: token
-        uses: @@CREATE_APP_TOKEN@@
-        with:
-          client-id: ${{ vars.VOUCH_APP_CLIENT_ID }}
-          private-key: ${{ secrets.VOUCH_APP_PRIVATE_KEY }}
-          permission-statuses: write
-          permission-pull-requests: write # force-skip's comment
-      - name: Commit status @@STATUS@@ on the named commit
+@@SKIP_APP_TOKEN@@      - name: Commit status @@STATUS@@ on the named commit
         if: needs.record.outputs.skip != 'external'
         env:
           GH_TOKEN: ${{ steps.token.outputs.token }}
@@ -100,7 +92,18 @@ fn skip_job(v: &Vars<'_>) -> String {
             ("PR_GROUP", PR_BUILD_GROUP),
             ("ENVIRONMENT", TRUSTED_ENVIRONMENT),
             ("PERMISSIONS", dispatch.skip_permissions()),
-            ("CREATE_APP_TOKEN", &CREATE_APP_TOKEN.uses()),
+            (
+                "SKIP_APP_TOKEN",
+                &crate::render::app_token_step(
+                    "GitHub App token",
+                    "token",
+                    None,
+                    &[
+                        "permission-statuses: write",
+                        "permission-pull-requests: write # force-skip's comment",
+                    ],
+                ),
+            ),
             ("STATUS", crate::REQUIRED_STATUS),
             // No cache: this is an issue_comment run, in the default branch's scope.
             (
@@ -326,15 +329,7 @@ jobs:
     environment: @@ENVIRONMENT@@
     permissions: {}
     steps:
-      - name: GitHub App token
-        id: token
-        uses: @@CREATE_APP_TOKEN@@
-        with:
-          client-id: ${{ vars.VOUCH_APP_CLIENT_ID }}
-          private-key: ${{ secrets.VOUCH_APP_PRIVATE_KEY }}
-          permission-issues: write
-          permission-pull-requests: write
-      - name: Label the pull request and acknowledge the comment
+@@LABEL_APP_TOKEN@@      - name: Label the pull request and acknowledge the comment
         env:
           GH_TOKEN: ${{ steps.token.outputs.token }}
           REPO: ${{ github.repository }}
@@ -395,7 +390,18 @@ jobs:
             ("TEST_LINE", test_line),
             ("TEST_FORM", test_form),
             ("MIN_DIGITS", &MIN_NAMED_DIGITS.to_string()),
-            ("CREATE_APP_TOKEN", &CREATE_APP_TOKEN.uses()),
+            (
+                "LABEL_APP_TOKEN",
+                &crate::render::app_token_step(
+                    "GitHub App token",
+                    "token",
+                    None,
+                    &[
+                        "permission-issues: write",
+                        "permission-pull-requests: write",
+                    ],
+                ),
+            ),
             ("GRANT", &grant_steps),
             ("RECORD_ENVIRONMENT", &record_environment),
             ("RECORD_TIMEOUT", &record_timeout),
